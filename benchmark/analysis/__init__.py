@@ -1,0 +1,1 @@
+"""Pure statistics: numbers in, decisions out. No paddle, no database, no files."""

@@ -1,0 +1,97 @@
+"""Summary statistics of one result's raw samples, and pyperf-style stability warnings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median from order statistics.
+
+    Uses the binomial(n, 1/2) quantiles of the ranks, so it holds for any continuous distribution.
+    With fewer than 6 samples no interval reaches 95%; the full range is returned.
+    """
+    x = np.sort(np.asarray(samples, dtype=float))
+    n = x.size
+    if n == 0:
+        return (math.nan, math.nan)
+    if n < 6:
+        return (float(x[0]), float(x[-1]))
+    alpha = 1.0 - confidence
+    lo = int(sps.binom.ppf(alpha / 2, n, 0.5))
+    hi = int(n - 1 - lo)
+    lo = max(lo - 1, 0)
+    return (float(x[lo]), float(x[min(hi, n - 1)]))
+
+
+def bimodality_coefficient(samples: Sequence[float]) -> float:
+    """Sarle's bimodality coefficient; above 5/9 (0.555) hints at two modes."""
+    x = np.asarray(samples, dtype=float)
+    n = x.size
+    if n < 4 or np.ptp(x) == 0:
+        return 0.0
+    g = sps.skew(x, bias=False)
+    k = sps.kurtosis(x, bias=False)  # excess kurtosis
+    return float((g * g + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))))
+
+
+def summarize(samples: Sequence[float], confidence: float = 0.95) -> dict[str, float]:
+    """min/max/mean/median/stddev/quartiles/IQR/CI of the median/CV of the samples."""
+    x = np.asarray(samples, dtype=float)
+    if x.size == 0:
+        return {"rounds": 0}
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    lo, hi = median_ci(x, confidence)
+    std = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    mean = float(x.mean())
+    return {
+        "rounds": int(x.size),
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "mean": mean,
+        "median": float(med),
+        "stddev": std,
+        "q1": float(q1),
+        "q3": float(q3),
+        "iqr": float(q3 - q1),
+        "ci_low": lo,
+        "ci_high": hi,
+        "confidence": confidence,
+        "cv": std / mean if mean else math.nan,
+        "mad": float(np.median(np.abs(x - med))),
+    }
+
+
+def stability_warnings(
+    samples: Sequence[float],
+    *,
+    max_rel_iqr: float = 0.10,
+    max_ci_width: float = 0.05,
+    min_rounds: int = 10,
+    bimodal_threshold: float = 0.555,
+) -> list[str]:
+    """Reasons to distrust a result, in the spirit of pyperf's `check` warnings."""
+    x = np.asarray(samples, dtype=float)
+    out: list[str] = []
+    if x.size < min_rounds:
+        out.append(f"only {x.size} rounds (< {min_rounds}): the spread is poorly known")
+    if x.size == 0:
+        return out
+    s = summarize(x)
+    med = s["median"]
+    if med > 0:
+        rel_iqr = s["iqr"] / med
+        if rel_iqr > max_rel_iqr:
+            out.append(f"unstable: IQR is {rel_iqr:.1%} of the median (> {max_rel_iqr:.0%})")
+        ci_w = (s["ci_high"] - s["ci_low"]) / med
+        if x.size >= 6 and ci_w > max_ci_width:
+            out.append(f"imprecise: the 95% CI of the median spans {ci_w:.1%} of it (> {max_ci_width:.0%})")
+        if s["max"] > 0 and s["min"] / med < 0.5:
+            out.append(f"outlier: the fastest round is {s['min'] / med:.0%} of the median")
+    if x.size >= 20 and bimodality_coefficient(x) > bimodal_threshold and (s["iqr"] / med if med else 0) > 0.02:
+        out.append("bimodal: samples look like two populations (check allocator, frequency or thread state)")
+    return out

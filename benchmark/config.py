@@ -1,0 +1,653 @@
+"""Benchmark configs: YAML files -> validated schema -> expanded Case objects.
+
+A config file holds `cases:` (a list), optionally with `defaults:` merged into each of them. Each
+entry is one of three kinds:
+
+* ``op``: one public paddle API call, e.g. ``op: paddle.abs``, with named ``inputs`` (shape, dtype,
+  value range) and keyword ``attrs``;
+* ``program``: a static program (``feed`` -> ``ops`` -> ``fetch``) run by ``paddle.static.Executor``
+  (mode ``static``), eagerly (``dynamic``) or compiled (``to_static``);
+* ``model``: a registered model builder (see ``benchmark.runners.models``) with ``args`` and a
+  ``train`` or ``infer`` step.
+
+A parameter ``grid`` (a mapping of name -> list of values, expanded as a product, or a list of
+mappings, one point each) is substituted into any string value that is exactly ``$name``; the
+dtype list and ``backward``/``step`` lists are grid dimensions too. Each expanded case gets a readable,
+stable id and a hash of its fully expanded config.
+
+Configs are data: files are read with ``yaml.safe_load`` semantics (a tag that would construct an
+object is an error), names are checked against strict patterns, and nothing is executed. Every
+problem is reported as one ``ConfigIssue`` naming the file, the case, the field and the YAML line.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+KINDS = ("op", "program", "model")
+MODES = ("dynamic", "static", "to_static")
+DTYPES = {
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
+PLACE_RE = re.compile(r"^(cpu|gpu(:\d+)?)$")
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+# A public dotted API name under paddle: no dunder or private segment anywhere.
+OP_RE = re.compile(r"^paddle(\.[A-Za-z][A-Za-z0-9_]*)+$")
+REFERENCE_RE = re.compile(r"^(numpy|torch)(\.[A-Za-z][A-Za-z0-9_]*)+$")
+VAR_RE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+# Default ceiling on the bytes a single case may allocate for its inputs (and their gradients),
+# checked before anything is allocated. Overridable with the `max_bytes` argument / --bench-max-bytes.
+DEFAULT_MAX_BYTES = 8 * 1024**3
+
+
+class ConfigError(Exception):
+    """One or more problems in config files; `issues` holds each as a ConfigIssue."""
+
+    def __init__(self, issues: Sequence[ConfigIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    file: str
+    case: str | None
+    field: str | None
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        parts = [where]
+        if self.case:
+            parts.append(f"case {self.case!r}")
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        return ": ".join(parts) + f": {self.message}"
+
+
+# --------------------------------------------------------------------------------------------
+# Schema (pydantic). Values may still hold `$grid` references; they are checked after expansion.
+# --------------------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class TensorSpec(_Strict):
+    shape: list[int] | str
+    dtype: str = "$dtype"
+    low: float = -1.0
+    high: float = 1.0
+    # Inputs that get a gradient in backward cases (default: every floating input).
+    requires_grad: bool | None = None
+
+
+class MeasureSpec(_Strict):
+    warmup_time: float | None = Field(None, ge=0, description="seconds of warmup before timing")
+    min_rounds: int | None = Field(None, ge=1)
+    max_time: float | None = Field(None, gt=0, description="seconds of timed rounds (target)")
+    round_time: float | None = Field(None, gt=0, description="target seconds per round")
+    max_rounds: int | None = Field(None, ge=1)
+
+
+class ProgramOp(_Strict):
+    op: str
+    inputs: list[str] | dict[str, str]
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    out: str
+
+    @field_validator("op")
+    @classmethod
+    def _op_name(cls, v: str) -> str:
+        return check_op_name(v)
+
+
+class CaseSpec(_Strict):
+    name: str
+    kind: Literal["op", "program", "model"]
+    description: str | None = None
+    places: list[str] = Field(default_factory=lambda: ["cpu", "gpu"])
+    modes: list[str] = Field(default_factory=lambda: ["dynamic"])
+    dtypes: list[str] = Field(default_factory=lambda: ["float32"])
+    backward: bool | list[bool] = False
+    tags: list[str] = Field(default_factory=list)
+    seed: int = 2024
+    grid: dict[str, list[Any]] | list[dict[str, Any]] | None = None
+    measure: MeasureSpec = Field(default_factory=MeasureSpec)
+    profile: bool = False
+    # op kind
+    op: str | None = None
+    inputs: dict[str, TensorSpec] | None = None
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    reference: str | None = None
+    torch_op: str | None = None
+    tolerance: dict[str, float] | None = None
+    # program kind
+    feed: dict[str, TensorSpec] | None = None
+    ops: list[ProgramOp] | None = None
+    fetch: list[str] | None = None
+    # model kind
+    model: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    step: Literal["train", "infer"] | list[Literal["train", "infer"]] | None = None
+    batch_size: int | str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("expected a name of letters, digits, '_', '.', '-' starting with a letter")
+        return v
+
+    @field_validator("places")
+    @classmethod
+    def _places(cls, v: list[str]) -> list[str]:
+        for p in v:
+            if not PLACE_RE.match(p):
+                raise ValueError(f"unknown place {p!r}: expected 'cpu', 'gpu' or 'gpu:N'")
+        if not v:
+            raise ValueError("expected at least one place")
+        return v
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        for m in v:
+            if m not in MODES:
+                raise ValueError(f"unknown mode {m!r}: expected one of {', '.join(MODES)}")
+        if not v:
+            raise ValueError("expected at least one mode")
+        return v
+
+    @field_validator("dtypes")
+    @classmethod
+    def _dtypes(cls, v: list[str]) -> list[str]:
+        for d in v:
+            check_dtype(d)
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        for t in v:
+            if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", t):
+                raise ValueError(f"tag {t!r}: expected letters, digits and '_' (it becomes a pytest marker)")
+        return v
+
+    @field_validator("op")
+    @classmethod
+    def _op(cls, v: str | None) -> str | None:
+        return None if v is None else check_op_name(v)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference(cls, v: str | None) -> str | None:
+        if v is not None and not REFERENCE_RE.match(v):
+            raise ValueError(
+                f"{v!r} is not a public numpy or torch function: expected e.g. 'numpy.abs' "
+                "(no private or dunder names)"
+            )
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[a-z][a-z0-9_]*$", v):
+            raise ValueError(f"{v!r}: expected the name of a registered model builder, e.g. 'lstm'")
+        return v
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> CaseSpec:
+        required = {"op": ("op", "inputs"), "program": ("feed", "ops", "fetch"), "model": ("model",)}
+        for f in required[self.kind]:
+            if getattr(self, f) is None:
+                raise ValueError(f"field {f!r} is required for kind {self.kind!r}")
+        foreign = {
+            "op": ("feed", "ops", "fetch", "model", "step"),
+            "program": ("op", "inputs", "model", "step", "reference"),
+            "model": ("op", "inputs", "feed", "ops", "fetch", "reference"),
+        }[self.kind]
+        for f in foreign:
+            if getattr(self, f) is not None:
+                raise ValueError(f"field {f!r} does not apply to kind {self.kind!r}")
+        if self.kind == "model" and self.step is None:
+            self.step = ["train", "infer"]
+        if self.kind == "op" and "static" in self.modes and len(self.modes) == 1 and self.backward is True:
+            pass
+        return self
+
+
+class FileSpec(_Strict):
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    cases: list[dict[str, Any]]
+
+
+def check_op_name(v: str) -> str:
+    if not isinstance(v, str) or not OP_RE.match(v):
+        raise ValueError(
+            f"{v!r} is not a public paddle API: expected a dotted name under 'paddle.' such as "
+            "'paddle.abs' or 'paddle.nn.functional.softmax' (no private or dunder names)"
+        )
+    return v
+
+
+def check_dtype(d: Any) -> str:
+    if not isinstance(d, str) or d not in DTYPES:
+        raise ValueError(f"unknown dtype {d!r}: expected one of {', '.join(DTYPES)}")
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One fully specified benchmark: config + one grid point + place + mode."""
+
+    name: str
+    kind: str
+    case_id: str  # stable and readable, without place and mode (a series is case_id+place+mode)
+    place: str
+    mode: str
+    config: dict[str, Any]  # fully expanded (JSON-able); identical for every place/mode
+    config_hash: str
+    tags: list[str]
+    source: str
+    line: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The pytest item id: case id + place + mode."""
+        return f"{self.case_id}-{self.place.replace(':', '')}-{self.mode}"
+
+    @property
+    def measure(self) -> dict[str, Any]:
+        return {k: v for k, v in (self.config.get("measure") or {}).items() if v is not None}
+
+    @property
+    def device(self) -> str:
+        return "gpu" if self.place.startswith("gpu") else "cpu"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "x".join(_fmt(x) for x in v) or "scalar"
+    if isinstance(v, dict):
+        return "_".join(f"{k}{_fmt(x)}" for k, x in v.items())
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _substitute(value: Any, params: dict[str, Any], used: set[str]) -> Any:
+    if isinstance(value, str):
+        m = VAR_RE.match(value)
+        if m:
+            key = m.group(1)
+            if key not in params:
+                raise KeyError(key)
+            used.add(key)
+            return copy.deepcopy(params[key])
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, params, used) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, params, used) for k, v in value.items()}
+    return value
+
+
+def _grid_points(grid: dict[str, list[Any]] | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    if grid is None:
+        return [{}]
+    if isinstance(grid, list):
+        return [dict(p) for p in grid]
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _as_list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list) else [v]
+
+
+def tensor_bytes(specs: dict[str, Any] | None) -> int:
+    total = 0
+    for spec in (specs or {}).values():
+        shape = spec.get("shape") or []
+        total += math.prod(shape) * DTYPES.get(spec.get("dtype"), 8)
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# Loading: YAML -> (spec, line map) with issues collected, never raised one at a time.
+# --------------------------------------------------------------------------------------------
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that also records the line of every mapping key (1-based)."""
+
+
+def _load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict[tuple, int] = {}
+
+        def walk(n: yaml.Node, path: tuple) -> None:
+            lines.setdefault(path, n.start_mark.line + 1)
+            if isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                    lines[path + (key,)] = k.start_mark.line + 1
+                    walk(v, path + (key,))
+            elif isinstance(n, yaml.SequenceNode):
+                for i, v in enumerate(n.value):
+                    walk(v, path + (i,))
+
+        if node is None:
+            return None, {}
+        walk(node, ())
+        data = loader.construct_document(node)
+        return data, lines
+    finally:
+        loader.dispose()
+
+
+def _pyd_field(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc if p not in ("function-after", "function-before"))
+
+
+def _line_for(lines: dict[tuple, int], path: tuple) -> int | None:
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+@dataclass
+class LoadedFile:
+    path: str
+    cases: list[Case]
+    issues: list[ConfigIssue]
+
+
+def load_file(
+    path: str | Path,
+    *,
+    resolver: Callable[[str], str | None] | None = None,
+    models: Iterable[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    display: str | None = None,
+) -> LoadedFile:
+    """Load, validate and expand one YAML file. Never raises for bad content: see `.issues`.
+
+    resolver(op_name) returns None if the name resolves to a public callable, else the reason;
+    models is the set of registered model builders (None: not checked here).
+    """
+    path = Path(path)
+    fname = display or str(path)
+    issues: list[ConfigIssue] = []
+
+    def issue(case: str | None, fld: str | None, msg: str, line: int | None = None) -> None:
+        issues.append(ConfigIssue(fname, case, fld, msg, line))
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        issue(None, None, f"cannot read file: {e}")
+        return LoadedFile(fname, [], issues)
+    try:
+        data, lines = _load_with_lines(text)
+    except yaml.constructor.ConstructorError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else None
+        issue(None, None, f"YAML tag not allowed (configs are data, no objects): {e.problem}", line)
+        return LoadedFile(fname, [], issues)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        issue(None, None, f"YAML syntax error: {problem}", line)
+        return LoadedFile(fname, [], issues)
+    if data is None:
+        issue(None, None, "empty file: expected a mapping with a 'cases' list")
+        return LoadedFile(fname, [], issues)
+    if not isinstance(data, dict):
+        issue(None, None, f"expected a mapping with a 'cases' list, got {type(data).__name__}", 1)
+        return LoadedFile(fname, [], issues)
+    try:
+        fspec = FileSpec.model_validate(data)
+    except ValidationError as e:
+        for err in e.errors():
+            issue(None, _pyd_field(err["loc"]), err["msg"], _line_for(lines, tuple(err["loc"])))
+        return LoadedFile(fname, [], issues)
+    if not fspec.cases:
+        issue(None, "cases", "expected at least one case", _line_for(lines, ("cases",)))
+
+    cases: list[Case] = []
+    for idx, raw in enumerate(fspec.cases):
+        base = ("cases", idx)
+        cname = raw.get("name") if isinstance(raw, dict) else None
+        label = cname if isinstance(cname, str) else f"#{idx + 1}"
+        merged = {**copy.deepcopy(fspec.defaults), **raw}
+        try:
+            spec = CaseSpec.model_validate(merged)
+        except ValidationError as e:
+            for err in e.errors():
+                loc = tuple(err["loc"])
+                msg = err["msg"].removeprefix("Value error, ")
+                if err["type"] == "extra_forbidden":
+                    msg = "unknown field"
+                issue(label, _pyd_field(loc) or None, msg, _line_for(lines, base + loc))
+            continue
+        cases.extend(
+            _expand(spec, fname, _line_for(lines, base), lines, base, issue, resolver, models, max_bytes)
+        )
+    return LoadedFile(fname, cases, issues)
+
+
+def _expand(spec, fname, line, lines, base, issue, resolver, models, max_bytes) -> list[Case]:
+    """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
+    name = spec.name
+    if spec.kind == "op" and resolver:
+        for op_name in [spec.op]:
+            reason = resolver(op_name)
+            if reason:
+                issue(name, "op", reason, _line_for(lines, base + ("op",)))
+                return []
+    if spec.kind == "program" and resolver:
+        for i, pop in enumerate(spec.ops or []):
+            reason = resolver(pop.op)
+            if reason:
+                issue(name, f"ops.{i}.op", reason, _line_for(lines, base + ("ops", i, "op")))
+                return []
+    if spec.kind == "model" and models is not None and spec.model not in set(models):
+        issue(
+            name,
+            "model",
+            f"unknown model {spec.model!r}: expected one of the registered builders "
+            f"({', '.join(sorted(models))})",
+            _line_for(lines, base + ("model",)),
+        )
+        return []
+
+    body = spec.model_dump(exclude={"grid", "places", "modes", "dtypes", "tags", "description"})
+    out: list[Case] = []
+    seen_variants: set[str] = set()
+    for point in _grid_points(spec.grid):
+        for dtype in spec.dtypes:
+            for backward in _as_list(spec.backward):
+                for step in _as_list(spec.step):
+                    params = {**point, "dtype": dtype}
+                    used: set[str] = set()
+                    try:
+                        cfg = _substitute(body, params, used)
+                    except KeyError as e:
+                        issue(name, "grid", f"'${e.args[0]}' is used but not defined in the grid", line)
+                        return []
+                    cfg["backward"] = backward
+                    cfg["step"] = step
+                    cfg["kind"] = spec.kind
+                    problems = _check_expanded(cfg, max_bytes)
+                    if problems:
+                        for fld, msg in problems:
+                            issue(name, fld, msg, _line_for(lines, base + tuple(fld.split(".")[:1])))
+                        return []
+                    variant = _variant_label(point, used, dtype, spec, backward, step)
+                    case_id = f"{name}-{variant}" if variant else name
+                    if case_id in seen_variants:
+                        continue
+                    seen_variants.add(case_id)
+                    h = config_hash(cfg)
+                    for place in spec.places:
+                        for mode in spec.modes:
+                            tags = sorted(set(spec.tags))
+                            out.append(
+                                Case(
+                                    name=name,
+                                    kind=spec.kind,
+                                    case_id=case_id,
+                                    place=place,
+                                    mode=mode,
+                                    config=cfg,
+                                    config_hash=h,
+                                    tags=tags,
+                                    source=fname,
+                                    line=line,
+                                    params={**point, "dtype": dtype},
+                                )
+                            )
+    return out
+
+
+def _variant_label(point, used, dtype, spec, backward, step) -> str:
+    parts = [f"{k}_{_fmt(v)}" if len(point) > 1 or k not in used else _fmt(v) for k, v in point.items()]
+    if len(spec.dtypes) > 1 or dtype != "float32":
+        parts.append(dtype)
+    if spec.kind in ("op", "program") and (isinstance(spec.backward, list) or backward):
+        parts.append("bwd" if backward else "fwd")
+    if spec.kind == "model":
+        parts.append(step)
+    return "-".join(p.replace(" ", "") for p in parts)
+
+
+def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]]:
+    """Checks that need concrete values: shapes, dtypes, memory footprint."""
+    problems: list[tuple[str, str]] = []
+    for group in ("inputs", "feed"):
+        for iname, spec in (cfg.get(group) or {}).items():
+            fld = f"{group}.{iname}"
+            shape = spec.get("shape")
+            if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+                problems.append((f"{fld}.shape", f"expected a list of positive integers, got {shape!r}"))
+                continue
+            bad = [d for d in shape if d <= 0]
+            if bad:
+                problems.append((f"{fld}.shape", f"dimension {bad[0]} in {shape}: expected positive integers"))
+            try:
+                check_dtype(spec.get("dtype"))
+            except ValueError as e:
+                problems.append((f"{fld}.dtype", str(e)))
+            if not spec["low"] < spec["high"] and not (spec["low"] == spec["high"] == 0):
+                problems.append((f"{fld}.low", f"expected low < high, got {spec['low']} and {spec['high']}"))
+    if problems:
+        return problems
+    need = tensor_bytes(cfg.get("inputs")) + tensor_bytes(cfg.get("feed"))
+    if cfg.get("backward"):
+        need *= 3  # inputs, output gradients and input gradients
+    if need > max_bytes:
+        problems.append(
+            (
+                "inputs" if cfg.get("inputs") else "feed",
+                f"the inputs need about {need / 1024**3:.1f} GiB, more than the {max_bytes / 1024**3:.1f} GiB "
+                "allowed on this machine (refused before allocating)",
+            )
+        )
+    return problems
+
+
+def find_config_files(paths: Iterable[str | Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(
+                sorted(
+                    f
+                    for f in p.rglob("*")
+                    if f.suffix in (".yaml", ".yml") and f.is_file() and f.name not in ("gates.yaml", "gates.yml")
+                )
+            )
+        else:
+            files.append(p)
+    return files
+
+
+def load_paths(
+    paths: Iterable[str | Path],
+    *,
+    resolver: Callable[[str], str | None] | None = None,
+    models: Iterable[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> tuple[list[Case], list[ConfigIssue]]:
+    """Load every config under `paths`; check ids are unique across files."""
+    cases: list[Case] = []
+    issues: list[ConfigIssue] = []
+    files = find_config_files(paths)
+    for p in paths:
+        if not Path(p).exists():
+            issues.append(ConfigIssue(str(p), None, None, "no such file or directory"))
+    first_seen: dict[str, Case] = {}
+    for f in files:
+        if not f.exists():
+            continue
+        loaded = load_file(f, resolver=resolver, models=models, max_bytes=max_bytes)
+        issues.extend(loaded.issues)
+        for c in loaded.cases:
+            prev = first_seen.get(c.id)
+            if prev is not None and (prev.source != c.source or prev.line != c.line):
+                issues.append(
+                    ConfigIssue(
+                        c.source,
+                        c.name,
+                        "name",
+                        f"duplicate case id {c.case_id!r} (also defined in {prev.source}:{prev.line})",
+                        c.line,
+                    )
+                )
+                continue
+            first_seen.setdefault(c.id, c)
+            cases.append(c)
+    return cases, issues

@@ -1,0 +1,246 @@
+"""Timing on top of pytest-benchmark: warmup by time, calibrated rounds, device sync, raw samples.
+
+pytest-benchmark runs the timed loop (`benchmark.pedantic`) and keeps the per-round samples and
+its own statistics; this module decides how long to warm up and how many iterations a round and
+how many rounds a case get, supplies the timer that synchronizes the device at both ends of every
+round, and reads the raw samples back into a `CaseResult`.
+
+Why not pytest-benchmark's own calibration: it sizes rounds to ~timer precision x 10 (microseconds),
+so every sample of a fast op is a handful of iterations, and it warms up by iteration count. Here a
+round lasts `round_time` (default 10 ms), warmup lasts `warmup_time` of wall time (default 0.3 s,
+at least 3 iterations), and a case gets `max_time` of timed rounds but never fewer than
+`min_rounds` — the median of many 10 ms rounds is what makes run-to-run numbers repeatable.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import os
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from benchmark.analysis.summary import stability_warnings, summarize
+
+# glibc mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+# glibc caps a user-set mmap threshold at HEAP_MAX/2 = 32 MiB on 64-bit systems.
+MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
+TRIM_THRESHOLD = 1024 * 1024 * 1024
+# Rough cost of one minor page fault (map + zero a 4 KiB page), to judge whether faults matter.
+FAULT_COST_S = 1e-6
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    warmup_time: float = 0.3
+    min_warmup_iterations: int = 3
+    round_time: float = 0.01
+    min_rounds: int = 20
+    max_rounds: int = 2000
+    max_time: float = 1.0
+
+    @classmethod
+    def quick(cls) -> MeasureSettings:
+        """Short settings for smoke runs and tests (numbers are rough, flows are exercised)."""
+        return cls(warmup_time=0.02, min_warmup_iterations=2, round_time=0.002, min_rounds=5, max_time=0.05)
+
+    def override(self, overrides: dict[str, Any]) -> MeasureSettings:
+        known = {k: v for k, v in overrides.items() if k in asdict(self) and v is not None}
+        return replace(self, **known)
+
+
+@dataclass
+class Plan:
+    iterations: int
+    rounds: int
+    warmup_iterations: int
+    estimate: float  # seconds per iteration seen during warmup
+
+
+# ------------------------------------------------------------------------------------------
+# Process environment: threads and allocator (applied before the framework is imported)
+# ------------------------------------------------------------------------------------------
+
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "FLAGS_paddle_num_threads")
+
+
+def pin_threads(n: int | None) -> dict[str, str]:
+    """Set thread-count variables the user did not set; returns what is in force."""
+    if n:
+        for var in THREAD_VARS:
+            os.environ.setdefault(var, str(n))
+    return {var: os.environ[var] for var in THREAD_VARS if var in os.environ}
+
+
+def control_allocator(enable: bool = True) -> dict[str, Any]:
+    """Keep large freed blocks in the heap so timed rounds do not measure page faults.
+
+    glibc returns blocks above the mmap threshold to the OS on free(), so the next iteration's
+    allocation page-faults again (a 1000x1000 `abs` measured 90 us or 1.8 ms depending on this).
+    mallopt() raises the mmap threshold to its maximum and the trim threshold far above it. The
+    variables are exported too, so child processes start the same way. Returns what was applied.
+    """
+    applied: dict[str, Any] = {"controlled": False}
+    if not enable:
+        return applied
+    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(MMAP_THRESHOLD_MAX))
+    os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(TRIM_THRESHOLD))
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        mallopt = getattr(libc, "mallopt", None)
+    except OSError:
+        mallopt = None
+    if mallopt is None:
+        applied["reason"] = "mallopt unavailable (not glibc)"
+        return applied
+    mmap_ok = mallopt(_M_MMAP_THRESHOLD, int(os.environ["MALLOC_MMAP_THRESHOLD_"]))
+    trim_ok = mallopt(_M_TRIM_THRESHOLD, int(os.environ["MALLOC_TRIM_THRESHOLD_"]))
+    applied.update(
+        controlled=bool(mmap_ok and trim_ok),
+        mmap_threshold=int(os.environ["MALLOC_MMAP_THRESHOLD_"]),
+        trim_threshold=int(os.environ["MALLOC_TRIM_THRESHOLD_"]),
+    )
+    return applied
+
+
+def minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+# ------------------------------------------------------------------------------------------
+# Timers, warmup and calibration
+# ------------------------------------------------------------------------------------------
+
+_SYNCS: dict[str, Callable[[], None]] = {}
+
+
+class SyncTimer:
+    """pytest-benchmark timer for a device place: synchronizes the device, then reads the clock.
+
+    pytest-benchmark reads the timer once before and once after each round, so every timed round
+    starts with an idle device and ends only when the device has finished its work. The sync
+    function of the place is registered by `measure()` once the case's runner is prepared.
+    """
+
+    def __init__(self, place: str):
+        self.place = place
+        self.__name__ = f"SyncTimer[{place}]"
+        self.__module__ = __name__
+
+    def __call__(self) -> float:
+        sync = _SYNCS.get(self.place)
+        if sync is not None:
+            sync()
+        return time.perf_counter()
+
+    def __repr__(self) -> str:
+        return self.__name__
+
+
+def timer_for(place: str):
+    return time.perf_counter if place == "cpu" else SyncTimer(place)
+
+
+def warmup(step: Callable[[], Any], sync: Callable[[], None], settings: MeasureSettings) -> tuple[int, float]:
+    """Run `step` for `warmup_time` (at least `min_warmup_iterations`); returns (iterations, s/iter).
+
+    The estimate is the median of the last half of the warmup iterations, so the first calls
+    (allocation, kernel selection, program compilation) do not inflate it.
+    """
+    times: list[float] = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= settings.min_warmup_iterations and time.perf_counter() - start >= settings.warmup_time:
+            break
+    tail = sorted(times[len(times) // 2 :])
+    return len(times), tail[len(tail) // 2]
+
+
+def plan(estimate: float, warmup_iterations: int, settings: MeasureSettings) -> Plan:
+    est = max(estimate, 1e-9)
+    iterations = max(1, round(settings.round_time / est))
+    per_round = iterations * est
+    rounds = max(settings.min_rounds, min(settings.max_rounds, math.ceil(settings.max_time / per_round)))
+    return Plan(iterations=iterations, rounds=rounds, warmup_iterations=warmup_iterations, estimate=est)
+
+
+def device_times(prepared, p: Plan, rounds: int) -> list[float] | None:
+    """Device seconds per iteration for `rounds` rounds, from events around each round's loop."""
+    if prepared.device_timer is None:
+        return None
+    out = []
+    for _ in range(rounds):
+        timer = prepared.device_timer()
+        prepared.sync()
+        timer.start()
+        for _ in range(p.iterations):
+            prepared.step()
+        timer.stop()
+        prepared.sync()
+        out.append(timer.elapsed_s() / p.iterations)
+    return out
+
+
+def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[str, Any]:
+    """Warm up, calibrate and time `prepared.step` through the pytest-benchmark fixture.
+
+    Returns the fields of a CaseResult that measurement fills: raw samples (host seconds per
+    iteration, one per round), their summary, warmup/iteration counts, device samples, page
+    faults per iteration, peak memory and stability warnings.
+    """
+    _SYNCS[place] = prepared.sync
+    try:
+        n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
+        p = plan(estimate, n_warm, settings)
+        faults0 = minor_faults()
+        benchmark.pedantic(prepared.step, rounds=p.rounds, iterations=p.iterations, warmup_rounds=1)
+        faults = minor_faults() - faults0
+        samples = [float(x) for x in benchmark.stats.stats.data]
+        dev = device_times(prepared, p, min(p.rounds, 50))
+    finally:
+        _SYNCS.pop(place, None)
+    fields: dict[str, Any] = {
+        "samples": samples,
+        "iterations": p.iterations,
+        "warmup_rounds": 1,
+        "stats": summarize(samples),
+        "device_samples": dev,
+        "page_faults_per_iter": faults / ((p.rounds + 1) * p.iterations),
+        "peak_memory_bytes": prepared.peak_memory() if prepared.peak_memory else None,
+        "warnings": stability_warnings(samples, min_rounds=min(10, settings.min_rounds)),
+        "extra": {"warmup_iterations": n_warm, "estimate_s": estimate, "round_time": settings.round_time},
+    }
+    median = fields["stats"].get("median") or 0.0
+    if median and fields["page_faults_per_iter"] * FAULT_COST_S > 0.02 * median:
+        fields["warnings"].append(
+            f"page faults: {fields['page_faults_per_iter']:.1f} minor faults per iteration (~"
+            f"{fields['page_faults_per_iter'] * FAULT_COST_S / median:.0%} of the time); the timing includes "
+            "memory mapping (allocator not controlled, or tensors above the mmap threshold)"
+        )
+    if prepared.items_per_step and samples:
+        fields["throughput"] = prepared.items_per_step / fields["stats"]["median"]
+        fields["throughput_unit"] = "samples/s"
+        fields["batch_size"] = prepared.items_per_step
+    return fields
+
+
+def format_time(seconds: float | None) -> str:
+    """Seconds in the most readable unit: ns, us, ms or s."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "-"
+    a = abs(seconds)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if a >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"

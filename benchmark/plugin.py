@@ -1,0 +1,334 @@
+"""The pytest side of the suite: options, one item per YAML case, the run's records.
+
+`benchmark/conftest.py` exposes these hooks, so `pytest benchmark/` collects
+`benchmark/test_cases.py::test_case[<case id>]` once per expanded case. Configs are loaded and
+validated in `pytest_configure` (a bad file stops the session with one line per problem, before
+anything runs); thread counts and the allocator are set before paddle is imported; each finished
+case is appended at once to the JSON summary and the history store, so a crash loses nothing
+that finished.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmark import measure
+from benchmark.config import DEFAULT_MAX_BYTES, Case, load_paths
+from benchmark.results import CaseResult
+
+SESSION_KEY = pytest.StashKey["BenchSession"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("bench", "PaddlePaddle benchmark suite")
+    g.addoption("--bench-config", action="append", default=None, metavar="PATH",
+                help="config file or directory to run (repeatable; default: configs/ of the project)")
+    g.addoption("--bench-place", default=None, metavar="PLACES",
+                help="comma-separated places to run, e.g. cpu or gpu,gpu:1 (default: every place a case "
+                     "declares; places this machine lacks are skipped with the reason)")
+    g.addoption("--bench-tags", default=None, metavar="TAGS",
+                help="comma-separated tags; run cases carrying any of them (default: every case not tagged "
+                     "'slow'; 'all' runs everything)")
+    g.addoption("--bench-modes", default=None, metavar="MODES", help="comma-separated modes: dynamic,static,to_static")
+    g.addoption("--bench-quick", action="store_true", default=False,
+                help="short warmup and measurement (smoke runs; numbers are rough)")
+    g.addoption("--bench-threads", type=int, default=1, metavar="N",
+                help="OMP/MKL/paddle threads for CPU cases unless already set in the environment (default 1; 0: leave)")
+    g.addoption("--bench-no-malloc-control", action="store_true", default=False,
+                help="do not raise glibc's mmap/trim thresholds (large CPU tensors then measure page faults)")
+    g.addoption("--bench-json", default=None, metavar="FILE",
+                help="where to write the run's JSON summary (default: results/summary.json)")
+    g.addoption("--bench-db", default=None, metavar="URL",
+                help="SQLAlchemy URL of the history (default: $BENCHMARK_DB_URL, else sqlite:///results/history.sqlite)")
+    g.addoption("--bench-no-store", action="store_true", default=False, help="do not record results in the history")
+    g.addoption("--bench-trigger", default=None, help="what started this run: local, pr, nightly (default $BENCHMARK_TRIGGER or local)")
+    g.addoption("--bench-shard", default=None, metavar="I/N",
+                help="run only shard I of N (1-based); cases are split deterministically by id")
+    g.addoption("--bench-max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
+                help="refuse cases whose inputs need more memory than this (checked before allocating)")
+
+
+def project_root(config: pytest.Config) -> Path:
+    """The checkout the suite runs from: the directory holding pyproject.toml and configs/."""
+    here = Path(__file__).resolve().parent.parent
+    if (here / "configs").is_dir():
+        return here
+    return Path(config.rootpath)
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+class BenchSession:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.root = project_root(config)
+        opt = config.getoption
+        self.settings = measure.MeasureSettings.quick() if opt("bench_quick") else measure.MeasureSettings()
+        self.threads = measure.pin_threads(opt("bench_threads") or None)
+        self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
+        self.results: list[CaseResult] = []
+        self.json_path = Path(opt("bench_json") or self.root / "results" / "summary.json")
+        self.started = time.time()
+        self.store = None
+        self.run_id: int | None = None
+        self.run_info: dict[str, Any] = {}
+        self.machine: dict[str, Any] = {}
+        self.cases = self._load_cases()
+
+    # -- cases ---------------------------------------------------------------------------
+    def _load_cases(self) -> list[Case]:
+        from benchmark import runners
+
+        opt = self.config.getoption
+        paths = opt("bench_config") or [str(self.root / "configs")]
+        cases, issues = load_paths(
+            paths,
+            resolver=runners.op_resolver(),
+            models=runners.model_names(),
+            max_bytes=opt("bench_max_bytes"),
+        )
+        if issues:
+            lines = "\n".join(str(i) for i in issues)
+            raise pytest.UsageError(f"invalid benchmark config ({len(issues)} problem(s)):\n{lines}")
+        places, tags, modes = _csv(opt("bench_place")), _csv(opt("bench_tags")), _csv(opt("bench_modes"))
+        selected = []
+        for c in cases:
+            if places and not any(c.place == p or fnmatch.fnmatch(c.place, p) for p in places):
+                continue
+            if modes and c.mode not in modes:
+                continue
+            if tags is None and "slow" in c.tags:
+                continue
+            if tags and "all" not in tags and not set(tags) & set(c.tags):
+                continue
+            selected.append(c)
+        shard = opt("bench_shard")
+        if shard:
+            selected = shard_cases(selected, shard)
+        return selected
+
+    # -- history -------------------------------------------------------------------------
+    def open_history(self) -> None:
+        """Open the history before anything is measured: a bad URL stops the session here."""
+        from benchmark import environment, runners
+
+        self.machine = environment.collect_machine()
+        framework = {}
+        ok, reason = runners.framework_available()
+        if ok:
+            framework = runners.framework_info()
+        self.run_info = environment.collect_run(
+            framework,
+            trigger=self.config.getoption("bench_trigger"),
+            tags=sorted({t for c in self.cases for t in c.tags}),
+        )
+        self.run_info["threads"] = self.threads
+        self.run_info["allocator"] = self.allocator
+        self.run_info["settings"] = measure.asdict(self.settings)
+        if self.config.getoption("bench_no_store"):
+            return
+        from benchmark.store import StoreError, open_store, resolve_url
+
+        url = resolve_url(self.config.getoption("bench_db"), self.root)
+        try:
+            self.store = open_store(url)
+            self.run_id = self.store.begin_run(self.machine, self.run_info)
+        except StoreError as e:
+            raise pytest.UsageError(f"history store: {e}") from None
+
+    def record(self, result: CaseResult) -> None:
+        self.results.append(result)
+        self.write_json()
+        if self.store is not None and self.run_id is not None:
+            self.store.add_result(self.run_id, result.to_dict())
+
+    def write_json(self, status: str = "running") -> None:
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "run": {**self.run_info, "id": self.run_id, "status": status, "started": self.started},
+            "machine": self.machine,
+            "results": [r.to_dict() for r in self.results],
+        }
+        tmp = self.json_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, default=str))
+        os.replace(tmp, self.json_path)
+
+    def finish(self, exitstatus: int) -> None:
+        status = "complete" if exitstatus in (0, 1) else ("interrupted" if exitstatus == 2 else "failed")
+        self.write_json(status)
+        if self.store is not None and self.run_id is not None:
+            self.store.finish_run(self.run_id, status)
+
+
+def shard_cases(cases: list[Case], spec: str) -> list[Case]:
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+        if not 1 <= i <= n:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(f"--bench-shard {spec!r}: expected I/N with 1 <= I <= N, e.g. 1/4") from None
+
+    def bucket(c: Case) -> int:
+        return int(hashlib.sha1(c.case_id.encode()).hexdigest(), 16) % n
+
+    return [c for c in cases if bucket(c) == i - 1]
+
+
+# ----------------------------------------------------------------------------------------------
+# Hooks
+# ----------------------------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "help", False):
+        return
+    session = BenchSession(config)
+    config.stash[SESSION_KEY] = session
+    for c in session.cases:
+        for t in c.tags:
+            config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
+    for m in ("op", "program", "model", "cpu", "gpu"):
+        config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
+    # Fewer, more readable pytest-benchmark columns unless the user chose some.
+    if not config.getoption("benchmark_columns", None) or config.getoption("benchmark_columns") == [
+        "min", "max", "mean", "stddev", "median", "iqr", "outliers", "ops", "rounds", "iterations"
+    ]:
+        config.option.benchmark_columns = ["min", "median", "iqr", "rounds", "iterations"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    bench = session.config.stash.get(SESSION_KEY, None)
+    if bench is not None and not session.config.getoption("collectonly"):
+        bench.open_history()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "bench_case" not in metafunc.fixturenames:
+        return
+    bench = metafunc.config.stash[SESSION_KEY]
+    params = []
+    for c in bench.cases:
+        marks = [getattr(pytest.mark, m) for m in (c.kind, c.device, *c.tags)]
+        marks.append(pytest.mark.benchmark(timer=measure.timer_for(c.place), disable_gc=True, group=c.name))
+        params.append(pytest.param(c, id=c.id, marks=marks))
+    metafunc.parametrize("bench_case", params)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    bench = session.config.stash.get(SESSION_KEY, None)
+    if bench is not None and not session.config.getoption("collectonly"):
+        bench.finish(int(exitstatus))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    bench = config.stash.get(SESSION_KEY, None)
+    if bench is None or not bench.results:
+        return
+    tr = terminalreporter
+    tr.section("benchmark summary (time per iteration)")
+    tr.write_line(
+        f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} {'n':>5}  throughput"
+    )
+    skipped: dict[str, int] = {}
+    for r in bench.results:
+        s = r.stats or {}
+        if r.status == "skipped":
+            skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
+            continue
+        if r.status != "ok":
+            tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
+            continue
+        ci = f"{measure.format_time(s.get('ci_low'))} .. {measure.format_time(s.get('ci_high'))}"
+        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
+        tr.write_line(
+            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.get('median')):>10} "
+            f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5}  {thr}"
+        )
+        for w in r.warnings:
+            tr.write_line(f"    warning: {w}", yellow=True)
+    for reason, count in skipped.items():
+        tr.write_line(f"skipped {count} case(s): {reason}")
+    where = [str(bench.json_path)]
+    if bench.store is not None:
+        where.append(f"history run {bench.run_id} ({bench.store.display_url})")
+    tr.write_line(f"results: {', '.join(where)}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Fixtures and the body of every item
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bench_session(request) -> BenchSession:
+    return request.config.stash[SESSION_KEY]
+
+
+def base_result(case: Case) -> CaseResult:
+    return CaseResult(
+        case_id=case.case_id,
+        name=case.name,
+        kind=case.kind,
+        place=case.place,
+        mode=case.mode,
+        config=case.config,
+        config_hash=case.config_hash,
+        tags=list(case.tags),
+        started_at=time.time(),
+    )
+
+
+def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
+    """Prepare, measure and record one case; skips and errors are recorded too, never as numbers."""
+    from benchmark import runners
+
+    result = base_result(case)
+    ok, reason = runners.framework_available()
+    if ok:
+        ok, reason = runners.place_available(case.place)
+    if not ok:
+        result.status, result.message = "skipped", reason
+        result.finished_at = time.time()
+        bench.record(result)
+        pytest.skip(reason)
+    settings = bench.settings.override(case.measure)
+    prepared = None
+    try:
+        prepared = runners.prepare(case)
+        result.extra.update(prepared.info)
+        for key, value in measure.measure(benchmark, prepared, case.place, settings).items():
+            if key == "extra":
+                result.extra.update(value)
+            else:
+                setattr(result, key, value)
+        result.status = "ok"
+    except runners.RunnerUnavailable as e:
+        result.status, result.message = "skipped", str(e)
+    except Exception as e:  # noqa: BLE001 - any failure of a case is recorded as that case's error
+        result.status = "error"
+        result.message = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        result.extra["traceback"] = traceback.format_exc(limit=8)
+    finally:
+        if prepared is not None:
+            prepared.close()
+        result.finished_at = time.time()
+    bench.record(result)
+    if result.status == "skipped":
+        pytest.skip(result.message)
+    if result.status == "error":
+        pytest.fail(f"{case.id}: {result.message}", pytrace=False)
+    if result.warnings and bench.config.getoption("verbose") > 0:
+        print("\n".join(f"warning: {w}" for w in result.warnings), file=sys.stderr)
+    return result

@@ -1,0 +1,70 @@
+"""Framework adapters. The only package that imports paddle (or torch), and only lazily.
+
+`prepare(case)` dispatches on the case's kind to a runner module that returns a `Prepared`
+callable; `place_available`, `framework_info`, `op_resolver` and `model_names` are what the rest of
+the harness needs to know about the framework without importing it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from benchmark.runners.base import Prepared, RunnerUnavailable
+
+_KIND_MODULES = {
+    "op": "benchmark.runners.paddle_ops",
+    "program": "benchmark.runners.paddle_program",
+    "model": "benchmark.runners.models",
+}
+
+__all__ = [
+    "Prepared",
+    "RunnerUnavailable",
+    "framework_available",
+    "framework_info",
+    "model_names",
+    "op_resolver",
+    "place_available",
+    "prepare",
+]
+
+
+def framework_available() -> tuple[bool, str]:
+    try:
+        importlib.import_module("benchmark.runners.paddle_common").paddle()
+    except RunnerUnavailable as e:
+        return False, str(e)
+    return True, ""
+
+
+def prepare(case) -> Prepared:
+    module = importlib.import_module(_KIND_MODULES[case.kind])
+    return module.prepare(case)
+
+
+def place_available(place: str) -> tuple[bool, str]:
+    from benchmark.runners import paddle_common
+
+    return paddle_common.place_available(place)
+
+
+def framework_info() -> dict:
+    from benchmark.runners import paddle_common
+
+    return paddle_common.framework_info()
+
+
+def op_resolver():
+    """The resolver hook for config validation, or None when paddle is not importable here."""
+    ok, _ = framework_available()
+    if not ok:
+        return None
+    from benchmark.runners.paddle_ops import resolver
+
+    return resolver
+
+
+def model_names() -> list[str]:
+    from benchmark.runners.models import MODELS
+
+    return sorted(MODELS)

@@ -1,0 +1,122 @@
+"""Registered model builders. A model case names one of MODELS; nothing else can be built.
+
+Each builder returns (network, make_batch, loss_fn): the network is a `paddle.nn.Layer`,
+`make_batch(rng)` gives (inputs, labels) as numpy arrays, and `loss_fn(out, labels)` a scalar. The
+runner times a full training step (forward, loss, backward, optimizer step, clear gradients) or an
+inference step (forward under `paddle.no_grad`), and reports samples/s from the batch size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmark.runners import paddle_common as pc
+from benchmark.runners.base import Prepared
+
+# name -> (builder function name in this module, default args). Importing this module does not
+# import paddle, so the config validator can list the names anywhere.
+MODELS: dict[str, dict[str, Any]] = {
+    "lstm": {"batch_size": 32, "seq_len": 50, "input_size": 128, "hidden_size": 256, "num_layers": 1, "num_classes": 10},
+    "gru": {"batch_size": 32, "seq_len": 50, "input_size": 128, "hidden_size": 256, "num_layers": 1, "num_classes": 10},
+    "resnet18": {"batch_size": 4, "image_size": 224, "num_classes": 1000},
+}
+
+
+def _rnn(cell: str, args: dict[str, Any]):
+    pd = pc.paddle()
+    nn = pd.nn
+
+    class RecurrentClassifier(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            rnn_cls = nn.LSTM if cell == "lstm" else nn.GRU
+            self.rnn = rnn_cls(args["input_size"], args["hidden_size"], num_layers=args["num_layers"])
+            self.head = nn.Linear(args["hidden_size"], args["num_classes"])
+
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            return self.head(out[:, -1, :])
+
+    def make_batch(rng: np.random.Generator):
+        x = rng.standard_normal((args["batch_size"], args["seq_len"], args["input_size"])).astype("float32")
+        y = rng.integers(0, args["num_classes"], size=(args["batch_size"], 1)).astype("int64")
+        return x, y
+
+    return RecurrentClassifier(), make_batch, pd.nn.functional.cross_entropy
+
+
+def _resnet18(args: dict[str, Any]):
+    pd = pc.paddle()
+    from paddle.vision.models import resnet18
+
+    net = resnet18(pretrained=False, num_classes=args["num_classes"])  # random weights, nothing downloaded
+
+    def make_batch(rng: np.random.Generator):
+        s = args["image_size"]
+        x = rng.standard_normal((args["batch_size"], 3, s, s)).astype("float32")
+        y = rng.integers(0, args["num_classes"], size=(args["batch_size"], 1)).astype("int64")
+        return x, y
+
+    return net, make_batch, pd.nn.functional.cross_entropy
+
+
+def build(name: str, args: dict[str, Any]):
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}: expected one of {', '.join(sorted(MODELS))}")
+    unknown = set(args) - set(MODELS[name])
+    if unknown:
+        raise ValueError(f"model {name!r}: unknown args {sorted(unknown)}; expected {sorted(MODELS[name])}")
+    full = {**MODELS[name], **args}
+    if name in ("lstm", "gru"):
+        return (*_rnn(name, full), full)
+    return (*_resnet18(full), full)
+
+
+def prepare(case) -> Prepared:
+    cfg = case.config
+    place, mode, step_kind = case.place, case.mode, cfg["step"]
+    pc.set_place(place)
+    pd = pc.paddle()
+    pd.seed(cfg.get("seed", 0))
+    net, make_batch, loss_fn, args = build(cfg["model"], dict(cfg.get("args") or {}))
+    if cfg.get("batch_size") is not None:
+        args["batch_size"] = int(cfg["batch_size"])
+    if mode == "to_static":
+        net = pd.jit.to_static(net)
+    elif mode == "static":
+        raise ValueError("model cases run in 'dynamic' or 'to_static' mode")
+    xs, ys = make_batch(np.random.default_rng(cfg.get("seed", 0)))
+    x = pd.to_tensor(xs, place=pc.static_place(place))
+    y = pd.to_tensor(ys, place=pc.static_place(place))
+    if step_kind == "train":
+        net.train()
+        opt = pd.optimizer.Adam(learning_rate=1e-4, parameters=net.parameters())
+
+        def step():
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            return loss
+    else:
+        net.eval()
+
+        def step():
+            with pd.no_grad():
+                return net(x)
+
+    def outputs() -> dict[str, np.ndarray]:
+        return {"out": pc.to_numpy(step())}
+
+    return Prepared(
+        step=step,
+        sync=pc.synchronizer(place),
+        items_per_step=int(xs.shape[0]),
+        outputs=outputs,
+        peak_memory=pc.peak_memory_tracker(place),
+        device_timer=pc.device_timer_factory(place),
+        info={"model": cfg["model"], "args": args, "step": step_kind,
+              "parameters": int(sum(int(np.prod(p.shape)) for p in net.parameters()))},
+    )

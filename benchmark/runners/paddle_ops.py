@@ -1,0 +1,167 @@
+"""Operator cases on paddle: one public API call, in dynamic, static or to_static mode.
+
+A backward case times forward + backward (`paddle.grad` with a fixed output gradient, so no
+gradient accumulates between iterations); a forward case times the call alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from benchmark.runners import paddle_common as pc
+from benchmark.runners.base import Prepared, RunnerUnavailable
+
+_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def resolve_op(name: str):
+    """Resolve a dotted public name under `paddle` to a callable, or raise ValueError saying why.
+
+    Only attribute access on paddle modules is used: every segment must be public (no leading
+    underscore), every intermediate object a module inside the paddle package, and the target a
+    function (not a class or a module) defined inside paddle.
+    """
+    import types
+
+    parts = name.split(".")
+    if parts[0] != "paddle" or len(parts) < 2:
+        raise ValueError(f"{name!r} is not under 'paddle.'")
+    for seg in parts[1:]:
+        if not _SEGMENT.match(seg):
+            raise ValueError(f"{name!r}: segment {seg!r} is private or not a plain name")
+    obj: Any = pc.paddle()
+    for i, seg in enumerate(parts[1:], start=1):
+        if not isinstance(obj, types.ModuleType) or not (obj.__name__ == "paddle" or obj.__name__.startswith("paddle.")):
+            raise ValueError(f"{name!r}: {'.'.join(parts[:i])} is not a paddle module")
+        if not hasattr(obj, seg):
+            raise ValueError(f"{name!r}: paddle has no attribute {'.'.join(parts[: i + 1])!r}")
+        obj = getattr(obj, seg)
+    if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+        raise ValueError(f"{name!r} is not an operator function (it is a {type(obj).__name__})")
+    module = getattr(obj, "__module__", None) or ""
+    if not (module == "paddle" or module.startswith("paddle.")):
+        raise ValueError(f"{name!r} is defined outside paddle (in {module or 'an unknown module'})")
+    return obj
+
+
+def resolver(name: str) -> str | None:
+    """`config.load_*` resolver hook: None when `name` resolves, else the reason."""
+    try:
+        resolve_op(name)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _grad_inputs(cfg: dict[str, Any]) -> list[str]:
+    names = []
+    for name, spec in cfg["inputs"].items():
+        wants = spec.get("requires_grad")
+        if wants is None:
+            wants = pc.is_float(spec["dtype"])
+        if wants:
+            names.append(name)
+    return names
+
+
+def prepare(case) -> Prepared:
+    cfg = case.config
+    place, mode = case.place, case.mode
+    pc.set_place(place)
+    fn = resolve_op(cfg["op"])
+    attrs = dict(cfg.get("attrs") or {})
+    arrays = pc.make_arrays(cfg["inputs"], cfg.get("seed", 0))
+    backward = bool(cfg.get("backward"))
+    grad_names = _grad_inputs(cfg) if backward else []
+    if backward and not grad_names:
+        raise RunnerUnavailable(f"{case.case_id}: backward requested but no input is floating point")
+    info = {"op": cfg["op"], "mode": mode}
+    if mode == "static":
+        step, outputs = _static(fn, cfg, arrays, attrs, grad_names, place)
+    else:
+        step, outputs = _eager(fn, cfg, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
+    return Prepared(
+        step=step,
+        sync=pc.synchronizer(place),
+        outputs=outputs,
+        peak_memory=pc.peak_memory_tracker(place),
+        device_timer=pc.device_timer_factory(place),
+        close=pc.leave_static if mode == "static" else (lambda: None),
+        info=info,
+    )
+
+
+def _eager(fn, cfg, arrays, attrs, grad_names, place, *, jit: bool):
+    pd = pc.paddle()
+    names = list(arrays)
+    tensors = [
+        pc.to_tensor(arrays[n], cfg["inputs"][n]["dtype"], place, requires_grad=n in grad_names) for n in names
+    ]
+
+    # One list argument: to_static does not accept *args signatures.
+    def call(ts):
+        return pc.first_tensor(fn(**dict(zip(names, ts, strict=True)), **attrs))
+
+    target = pd.jit.to_static(call) if jit else call
+    grad_ts = [t for n, t in zip(names, tensors, strict=True) if n in grad_names]
+    if grad_names:
+        probe = target(tensors)
+        dout = pd.ones_like(probe)
+
+        def step():
+            out = target(tensors)
+            return pd.grad([out], grad_ts, [dout])
+    else:
+
+        def step():
+            return target(tensors)
+
+    def outputs() -> dict[str, np.ndarray]:
+        out = target(tensors)
+        result = {"out": pc.to_numpy(out)}
+        if grad_names:
+            grads = pd.grad([out], grad_ts, [pd.ones_like(out)])
+            for n, g in zip(grad_names, grads, strict=True):
+                result[f"grad_{n}"] = pc.to_numpy(g)
+        return result
+
+    return step, outputs
+
+
+def _static(fn, cfg, arrays, attrs, grad_names, place):
+    pd = pc.paddle()
+    main, startup = pd.static.Program(), pd.static.Program()
+    # The executor runs PIR programs only in static mode: it stays on until the case is closed.
+    pd.enable_static()
+    try:
+        with pd.static.program_guard(main, startup):
+            vars_ = {}
+            for n, arr in arrays.items():
+                v = pd.static.data(n, list(arr.shape), cfg["inputs"][n]["dtype"])
+                v.stop_gradient = n not in grad_names
+                vars_[n] = v
+            out = pc.first_tensor(fn(**vars_, **attrs))
+            fetch = [out]
+            if grad_names:
+                fetch += list(pd.static.gradients([out], [vars_[n] for n in grad_names]))
+        exe = pd.static.Executor(pc.static_place(place))
+        exe.run(startup)
+    except Exception:
+        pd.disable_static()
+        raise
+    feed = dict(arrays)
+
+    def step():
+        return exe.run(main, feed=feed, fetch_list=fetch, return_numpy=False)
+
+    def outputs() -> dict[str, np.ndarray]:
+        res = exe.run(main, feed=feed, fetch_list=fetch)
+        out = {"out": np.asarray(res[0])}
+        for n, g in zip(grad_names, res[1:], strict=True):
+            out[f"grad_{n}"] = np.asarray(g)
+        return out
+
+    return step, outputs
