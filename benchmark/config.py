@@ -97,12 +97,21 @@ class _Strict(BaseModel):
 
 
 class TensorSpec(_Strict):
-    shape: list[int] | str
+    shape: Any
     dtype: str = "$dtype"
     low: float = -1.0
     high: float = 1.0
     # Inputs that get a gradient in backward cases (default: every floating input).
     requires_grad: bool | None = None
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _shape(cls, v: Any) -> Any:
+        if isinstance(v, str) and VAR_RE.match(v):
+            return v
+        if isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in v):
+            return v
+        raise ValueError(f"expected a list of integers such as [1000, 1000], or a $grid reference; got {v!r}")
 
 
 class MeasureSpec(_Strict):
@@ -355,6 +364,14 @@ def tensor_bytes(specs: dict[str, Any] | None) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def _display_path(path: Path) -> str:
+    """The path relative to the working directory when it is below it (shorter, copyable)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 class _LineLoader(yaml.SafeLoader):
     """SafeLoader that also records the line of every mapping key (1-based)."""
 
@@ -385,8 +402,29 @@ def _load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
         loader.dispose()
 
 
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|[a-z]+\[.*\]|function-(after|before|wrap|plain)\[.*\]|literal\[.*\])$")
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    """Drop pydantic's union-member and validator tags from an error location."""
+    return tuple(p for p in loc if not (isinstance(p, str) and _UNION_TAG.match(p)))
+
+
 def _pyd_field(loc: tuple) -> str:
-    return ".".join(str(p) for p in loc if p not in ("function-after", "function-before"))
+    return ".".join(str(p) for p in _clean_loc(loc))
+
+
+def _pyd_issues(err: ValidationError) -> list[tuple[tuple, str]]:
+    """One (location, message) per field: union alternatives are merged into one message."""
+    grouped: dict[tuple, list[str]] = {}
+    for e in err.errors():
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        loc = _clean_loc(tuple(e["loc"]))
+        if msg not in grouped.setdefault(loc, []):
+            grouped[loc].append(msg)
+    return [(loc, " or ".join(msgs)) for loc, msgs in grouped.items()]
 
 
 def _line_for(lines: dict[tuple, int], path: tuple) -> int | None:
@@ -418,7 +456,7 @@ def load_file(
     models is the set of registered model builders (None: not checked here).
     """
     path = Path(path)
-    fname = display or str(path)
+    fname = display or _display_path(path)
     issues: list[ConfigIssue] = []
 
     def issue(case: str | None, fld: str | None, msg: str, line: int | None = None) -> None:
@@ -450,8 +488,8 @@ def load_file(
     try:
         fspec = FileSpec.model_validate(data)
     except ValidationError as e:
-        for err in e.errors():
-            issue(None, _pyd_field(err["loc"]), err["msg"], _line_for(lines, tuple(err["loc"])))
+        for loc, msg in _pyd_issues(e):
+            issue(None, _pyd_field(loc), msg, _line_for(lines, loc))
         return LoadedFile(fname, [], issues)
     if not fspec.cases:
         issue(None, "cases", "expected at least one case", _line_for(lines, ("cases",)))
@@ -465,11 +503,7 @@ def load_file(
         try:
             spec = CaseSpec.model_validate(merged)
         except ValidationError as e:
-            for err in e.errors():
-                loc = tuple(err["loc"])
-                msg = err["msg"].removeprefix("Value error, ")
-                if err["type"] == "extra_forbidden":
-                    msg = "unknown field"
+            for loc, msg in _pyd_issues(e):
                 issue(label, _pyd_field(loc) or None, msg, _line_for(lines, base + loc))
             continue
         cases.extend(
@@ -630,6 +664,7 @@ def load_paths(
         if not Path(p).exists():
             issues.append(ConfigIssue(str(p), None, None, "no such file or directory"))
     first_seen: dict[str, Case] = {}
+    reported: set[tuple[str, int | None, str]] = set()
     for f in files:
         if not f.exists():
             continue
@@ -638,6 +673,9 @@ def load_paths(
         for c in loaded.cases:
             prev = first_seen.get(c.id)
             if prev is not None and (prev.source != c.source or prev.line != c.line):
+                if (c.source, c.line, c.case_id) in reported:
+                    continue
+                reported.add((c.source, c.line, c.case_id))
                 issues.append(
                     ConfigIssue(
                         c.source,

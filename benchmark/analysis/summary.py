@@ -21,11 +21,11 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
         return (math.nan, math.nan)
     if n < 6:
         return (float(x[0]), float(x[-1]))
+    # [x_(j), x_(n-j+1)] (1-based) with j the smallest rank whose binomial cdf reaches alpha/2
+    # covers the median with probability >= 1 - alpha.
     alpha = 1.0 - confidence
-    lo = int(sps.binom.ppf(alpha / 2, n, 0.5))
-    hi = int(n - 1 - lo)
-    lo = max(lo - 1, 0)
-    return (float(x[lo]), float(x[min(hi, n - 1)]))
+    j = max(int(sps.binom.ppf(alpha / 2, n, 0.5)), 1)
+    return (float(x[j - 1]), float(x[n - j]))
 
 
 def bimodality_coefficient(samples: Sequence[float]) -> float:

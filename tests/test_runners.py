@@ -1,0 +1,168 @@
+"""Each paddle runner (dynamic, static, to_static; op, program, model) against numpy on CPU."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from benchmark import runners
+from benchmark.config import load_file
+from benchmark.runners import paddle_common
+from benchmark.runners.paddle_ops import resolve_op
+from benchmark.runners.paddle_program import check_program
+
+
+def cases_from(tmp_path, text):
+    p = tmp_path / "c.yaml"
+    p.write_text(textwrap.dedent(text))
+    loaded = load_file(p, resolver=runners.op_resolver(), models=runners.model_names())
+    assert not loaded.issues, [str(i) for i in loaded.issues]
+    return {c.id: c for c in loaded.cases}
+
+
+def run_outputs(case):
+    prepared = runners.prepare(case)
+    try:
+        prepared.step()
+        prepared.sync()
+        return prepared.outputs()
+    finally:
+        prepared.close()
+
+
+def inputs_of(case, group="inputs"):
+    return paddle_common.make_arrays(case.config[group], case.config["seed"])
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "static", "to_static"])
+def test_op_forward_and_backward_match_numpy(tmp_path, mode):
+    cases = cases_from(
+        tmp_path,
+        f"""
+        cases:
+          - name: mul
+            kind: op
+            op: paddle.multiply
+            inputs: {{x: {{shape: [3, 4, 5]}}, y: {{shape: [4, 5]}}}}
+            backward: [false, true]
+            places: [cpu]
+            modes: [{mode}]
+        """,
+    )
+    fwd = cases[f"mul-fwd-cpu-{mode}"]
+    a = inputs_of(fwd)
+    out = run_outputs(fwd)
+    np.testing.assert_allclose(out["out"], a["x"] * a["y"], rtol=1e-6)
+    bwd = run_outputs(cases[f"mul-bwd-cpu-{mode}"])
+    np.testing.assert_allclose(bwd["grad_x"], np.broadcast_to(a["y"], a["x"].shape), rtol=1e-6)
+    np.testing.assert_allclose(bwd["grad_y"], a["x"].sum(axis=0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "static"])
+def test_op_attrs_are_passed(tmp_path, mode):
+    cases = cases_from(
+        tmp_path,
+        f"""
+        cases:
+          - {{name: s, kind: op, op: paddle.sum, inputs: {{x: {{shape: [2, 3, 4]}}}},
+              attrs: {{axis: [1, 2], keepdim: true}}, places: [cpu], modes: [{mode}]}}
+        """,
+    )
+    case = cases[f"s-cpu-{mode}"]
+    np.testing.assert_allclose(run_outputs(case)["out"], inputs_of(case)["x"].sum(axis=(1, 2), keepdims=True), rtol=1e-5)
+
+
+def test_inputs_are_deterministic_from_the_seed_and_in_range(tmp_path):
+    spec = {"x": {"shape": [50, 7], "dtype": "float32", "low": -2.0, "high": 3.0}}
+    a, b = paddle_common.make_arrays(spec, 11), paddle_common.make_arrays(spec, 11)
+    np.testing.assert_array_equal(a["x"], b["x"])
+    assert a["x"].dtype == np.float32 and a["x"].min() >= -2.0 and a["x"].max() < 3.0
+    assert not np.array_equal(a["x"], paddle_common.make_arrays(spec, 12)["x"])
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic", "to_static"])
+def test_program_matches_numpy(tmp_path, mode):
+    cases = cases_from(
+        tmp_path,
+        f"""
+        cases:
+          - name: pair
+            kind: program
+            feed: {{x: {{shape: [4, 3, 2, 2]}}}}
+            ops:
+              - {{op: paddle.sum, inputs: [x], attrs: {{axis: [2, 3]}}, out: s1}}
+              - {{op: paddle.multiply, inputs: [x, x], out: xx}}
+              - {{op: paddle.sum, inputs: {{x: xx}}, attrs: {{axis: [2, 3]}}, out: s2}}
+            fetch: [s1, s2]
+            places: [cpu]
+            modes: [{mode}]
+        """,
+    )
+    case = cases[f"pair-cpu-{mode}"]
+    x = inputs_of(case, "feed")["x"]
+    out = run_outputs(case)
+    np.testing.assert_allclose(out["s1"], x.sum(axis=(2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(out["s2"], (x * x).sum(axis=(2, 3)), rtol=1e-5)
+
+
+def test_empty_program_fetches_its_feed(tmp_path):
+    cases = cases_from(
+        tmp_path,
+        """
+        cases:
+          - {name: e, kind: program, feed: {x: {shape: [5, 5]}}, ops: [], fetch: [x], places: [cpu], modes: [static]}
+        """,
+    )
+    case = cases["e-cpu-static"]
+    np.testing.assert_array_equal(run_outputs(case)["x"], inputs_of(case, "feed")["x"])
+
+
+def test_program_with_unknown_variable_is_rejected():
+    cfg = {"feed": {"x": {}}, "ops": [{"op": "paddle.abs", "inputs": ["z"], "out": "y"}], "fetch": ["y"]}
+    with pytest.raises(ValueError, match="'z' is neither fed nor produced"):
+        check_program(cfg)
+
+
+@pytest.mark.parametrize("model", ["lstm", "gru"])
+def test_model_train_step_learns_and_infer_is_deterministic(tmp_path, model):
+    cases = cases_from(
+        tmp_path,
+        f"""
+        cases:
+          - {{name: m, kind: model, model: {model},
+              args: {{batch_size: 4, seq_len: 5, input_size: 8, hidden_size: 16}}, places: [cpu]}}
+        """,
+    )
+    train = runners.prepare(cases["m-train-cpu-dynamic"])
+    losses = [float(train.step()) for _ in range(30)]
+    assert train.items_per_step == 4
+    assert losses[-1] < losses[0], "Adam on a fixed batch lowers the loss"
+    infer = runners.prepare(cases["m-infer-cpu-dynamic"])
+    a, b = infer.outputs()["out"], infer.outputs()["out"]
+    assert a.shape == (4, 10)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_cuda_place_is_unavailable_on_a_cpu_build_without_calling_device_apis():
+    import paddle
+
+    if paddle.device.is_compiled_with_cuda():
+        pytest.skip("this paddle build has CUDA")
+    ok, reason = runners.place_available("gpu:0")
+    assert not ok and "CPU-only build" in reason
+    assert paddle_common.synchronizer("cpu")() is None
+    assert paddle_common.peak_memory_tracker("cpu") is None
+    assert paddle_common.device_timer_factory("cpu") is None
+
+
+@pytest.mark.parametrize("name", ["paddle.abs", "paddle.nn.functional.softmax", "paddle.multiply"])
+def test_resolver_accepts_public_functions(name):
+    assert callable(resolve_op(name))
+
+
+def test_framework_info_names_versions():
+    info = runners.framework_info()
+    assert info["framework"] == "paddle" and info["paddle_version"]
+    assert "compiled_with_cuda" in info

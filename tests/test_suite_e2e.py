@@ -1,0 +1,119 @@
+"""`pytest benchmark/` end to end, in a subprocess, on tiny configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+TINY = """
+cases:
+  - name: tiny_abs
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [64, 64]}}
+    backward: [false, true]
+    places: [cpu, gpu]
+    modes: [dynamic, static]
+    tags: [smoke]
+  - name: tiny_prog
+    kind: program
+    feed: {x: {shape: [8, 8]}}
+    ops: [{op: paddle.abs, inputs: [x], out: y}]
+    fetch: [y]
+    places: [cpu]
+    modes: [static]
+    tags: [other]
+  - name: tiny_lstm
+    kind: model
+    model: lstm
+    args: {batch_size: 2, seq_len: 3, input_size: 4, hidden_size: 8}
+    step: infer
+    places: [cpu]
+    tags: [other]
+  - name: tiny_bad
+    kind: op
+    op: paddle.reshape
+    inputs: {x: {shape: [4, 4]}}
+    attrs: {shape: [3, 3]}
+    places: [cpu]
+    tags: [broken]
+"""
+
+
+def run_suite(tmp_path: Path, *args: str, config: str = TINY) -> tuple[subprocess.CompletedProcess, Path]:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(textwrap.dedent(config))
+    out = tmp_path / "summary.json"
+    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-p", "no:cacheprovider", "--bench-config", str(cfg),
+           "--bench-quick", "--bench-json", str(out), "--bench-no-store", *args]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=600, env=env)
+    return proc, out
+
+
+def test_suite_runs_cases_and_writes_the_summary(tmp_path):
+    proc, out = run_suite(tmp_path, "--bench-tags", "smoke,other")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    rows = {(r["case_id"], r["place"], r["mode"]): r for r in doc["results"]}
+    ok = rows[("tiny_abs-bwd", "cpu", "static")]
+    assert ok["status"] == "ok" and ok["unit"] == "s"
+    assert len(ok["samples"]) == ok["stats"]["rounds"] >= 5
+    assert ok["stats"]["min"] <= ok["stats"]["median"] <= ok["stats"]["max"]
+    assert ok["stats"]["ci_low"] <= ok["stats"]["median"] <= ok["stats"]["ci_high"]
+    assert ok["iterations"] >= 1 and ok["config_hash"] and ok["config"]["backward"] is True
+    gpu = rows[("tiny_abs-fwd", "gpu", "dynamic")]
+    assert gpu["status"] == "skipped" and "CPU-only build" in gpu["message"] and gpu["samples"] == []
+    lstm = rows[("tiny_lstm-infer", "cpu", "dynamic")]
+    assert lstm["throughput"] > 0 and lstm["throughput_unit"] == "samples/s" and lstm["batch_size"] == 2
+    assert doc["run"]["status"] == "complete"
+    assert doc["run"]["threads"]["OMP_NUM_THREADS"]
+    assert "fingerprint" in doc["machine"]
+    assert "tiny_bad" not in {r["name"] for r in doc["results"]}, "tag selection"
+    # the terminal summary prints median, spread and samples; throughput for the model
+    assert "benchmark summary" in proc.stdout and "samples/s" in proc.stdout
+    assert "skipped 4 case(s): place gpu" in proc.stdout
+
+
+def test_k_selects_by_name_and_markers_select_by_tag(tmp_path):
+    proc, out = run_suite(tmp_path, "--bench-tags", "all", "-k", "tiny_prog")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert [r["case_id"] for r in json.loads(out.read_text())["results"]] == ["tiny_prog"]
+    proc, out = run_suite(tmp_path, "--bench-tags", "all", "-m", "model")
+    assert [r["case_id"] for r in json.loads(out.read_text())["results"]] == ["tiny_lstm-infer"]
+
+
+def test_a_failing_case_is_recorded_as_error_and_the_suite_goes_on(tmp_path):
+    proc, out = run_suite(tmp_path, "--bench-tags", "broken,other")
+    assert proc.returncode == 1
+    rows = {r["case_id"]: r for r in json.loads(out.read_text())["results"]}
+    assert rows["tiny_bad"]["status"] == "error" and rows["tiny_bad"]["samples"] == []
+    assert rows["tiny_bad"]["message"]
+    assert rows["tiny_prog"]["status"] == "ok"
+    assert "FAILED benchmark/test_cases.py::test_case[tiny_bad-cpu-dynamic]" in proc.stdout
+
+
+def test_bad_config_fails_before_running_with_one_line(tmp_path):
+    proc, out = run_suite(tmp_path, config="cases:\n  - {name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}\n")
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    assert "tiny.yaml:2: case 'a': field 'op': 'os.system' is not a public paddle API" in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_shards_partition_the_cases(tmp_path):
+    ids = []
+    for i in (1, 2):
+        proc, out = run_suite(tmp_path, "--bench-tags", "all", "--bench-place", "cpu", "--collect-only", "-q",
+                              f"--bench-shard={i}/2")
+        assert proc.returncode in (0, 5), proc.stdout[-2000:]
+        ids.append({line for line in proc.stdout.splitlines() if "test_case[" in line})
+    assert not ids[0] & ids[1]
+    assert len(ids[0] | ids[1]) == 7
