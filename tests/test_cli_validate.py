@@ -1,0 +1,60 @@
+"""`benchmark validate` and `benchmark list` as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, cwd=PROJECT):
+    return subprocess.run([sys.executable, "-m", "benchmark.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_validate_shipped_configs_exits_0():
+    proc = cli("validate", "configs/")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("ok: ")
+
+
+def test_validate_reports_each_problem_and_exits_2(tmp_path):
+    (tmp_path / "a.yaml").write_text("cases:\n  - {name: a, kind: op, op: paddle.nope, inputs: {x: {shape: [2]}}}\n")
+    (tmp_path / "b.yaml").write_text("cases:\n  - {name: b, kind: op, op: paddle.abs, inputs: {x: {shape: [0]}}}\n")
+    (tmp_path / "c.yaml").write_text("cases: [\n")
+    proc = cli("validate", str(tmp_path))
+    assert proc.returncode == 2
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 3
+    assert lines[0].endswith("a.yaml:2: case 'a': field 'op': 'paddle.nope': paddle has no attribute 'paddle.nope'")
+    assert "b.yaml:2: case 'b': field 'inputs.x.shape'" in lines[1]
+    assert "c.yaml:2: YAML syntax error" in lines[2]
+    assert "3 problem(s) found" in proc.stderr
+
+
+def test_validate_without_paddle_resolution_still_checks_form(tmp_path):
+    (tmp_path / "a.yaml").write_text("cases:\n  - {name: a, kind: op, op: paddle.__init__, inputs: {x: {shape: [2]}}}\n")
+    proc = cli("validate", "--no-resolve", str(tmp_path / "a.yaml"))
+    assert proc.returncode == 2 and "no private or dunder names" in proc.stdout
+
+
+def test_list_shows_ids_hashes_and_sources():
+    proc = cli("list", "--tag", "smoke")
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines and all("smoke" in line for line in lines)
+    assert any(line.startswith("abs_smoke-cpu-dynamic ") for line in lines)
+
+
+def test_every_command_has_help():
+    from benchmark.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert {"validate", "list"} <= set(sub.choices)
+    for name, p in sub.choices.items():
+        assert p.description or p.format_help(), name
+        proc = cli(name, "--help")
+        assert proc.returncode == 0 and "usage: benchmark " + name in proc.stdout
