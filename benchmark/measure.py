@@ -201,11 +201,14 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[
     """
     _SYNCS[place] = prepared.sync
     try:
+        t0 = time.perf_counter()
         n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
         p = plan(estimate, n_warm, settings)
+        t1 = time.perf_counter()
         faults0 = minor_faults()
         benchmark.pedantic(prepared.step, rounds=p.rounds, iterations=p.iterations, warmup_rounds=1)
         faults = minor_faults() - faults0
+        t2 = time.perf_counter()
         samples = [float(x) for x in benchmark.stats.stats.data]
         dev = device_times(prepared, p, min(p.rounds, 50))
     finally:
@@ -219,7 +222,13 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[
         "page_faults_per_iter": faults / ((p.rounds + 1) * p.iterations),
         "peak_memory_bytes": prepared.peak_memory() if prepared.peak_memory else None,
         "warnings": stability_warnings(samples, min_rounds=min(10, settings.min_rounds)),
-        "extra": {"warmup_iterations": n_warm, "estimate_s": estimate, "round_time": settings.round_time},
+        "extra": {
+            "warmup_iterations": n_warm,
+            "estimate_s": estimate,
+            "round_time": settings.round_time,
+            "warmup_s": t1 - t0,
+            "timed_s": t2 - t1,
+        },
     }
     median = fields["stats"].get("median") or 0.0
     if median and fields["page_faults_per_iter"] * FAULT_COST_S > 0.02 * median:

@@ -54,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--bench-trigger", default=None, help="what started this run: local, pr, nightly (default $BENCHMARK_TRIGGER or local)")
     g.addoption("--bench-shard", default=None, metavar="I/N",
                 help="run only shard I of N (1-based); cases are split deterministically by id")
+    g.addoption("--bench-nvml-interval", type=float, default=0.1, metavar="SECONDS",
+                help="NVML sampling interval for CUDA cases (default 0.1; floor 0.01)")
     g.addoption("--bench-max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
                 help="refuse cases whose inputs need more memory than this (checked before allocating)")
 
@@ -290,6 +292,21 @@ def base_result(case: Case) -> CaseResult:
     )
 
 
+def start_telemetry(place: str, interval: float):
+    """An NVML sampler for a CUDA place, started before warmup; None on CPU or without NVML.
+
+    Without a driver, `warn_once` prints one line for the whole session and nothing else changes.
+    """
+    if not place.startswith("gpu"):
+        return None
+    from benchmark import telemetry
+
+    if not telemetry.warn_once():
+        return None
+    index = int(place.split(":")[1]) if ":" in place else 0
+    return telemetry.NvmlSampler(device_index=index, interval=interval).start()
+
+
 def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     """Prepare, measure and record one case; skips and errors are recorded too, never as numbers."""
     from benchmark import runners
@@ -305,8 +322,11 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         pytest.skip(reason)
     settings = bench.settings.override(case.measure)
     prepared = None
+    sampler = start_telemetry(case.place, bench.config.getoption("bench_nvml_interval"))
     try:
+        t0 = time.perf_counter()
         prepared = runners.prepare(case)
+        result.extra["prepare_s"] = time.perf_counter() - t0
         result.extra.update(prepared.info)
         for key, value in measure.measure(benchmark, prepared, case.place, settings).items():
             if key == "extra":
@@ -321,6 +341,9 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         result.message = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         result.extra["traceback"] = traceback.format_exc(limit=8)
     finally:
+        if sampler is not None:
+            sampler.stop()
+            result.telemetry = sampler.telemetry()
         if prepared is not None:
             prepared.close()
         result.finished_at = time.time()
