@@ -402,7 +402,9 @@ def _load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
         loader.dispose()
 
 
-_UNION_TAG = re.compile(r"^(str|int|float|bool|none|[a-z]+\[.*\]|function-(after|before|wrap|plain)\[.*\]|literal\[.*\])$")
+_UNION_TAG = re.compile(
+    r"^(str|int|float|bool|none|[a-z]+\[.*\]|function-(after|before|wrap|plain)\[.*\]|literal\[.*\])$"
+)
 
 
 def _clean_loc(loc: tuple) -> tuple:
@@ -604,12 +606,16 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
         for iname, spec in (cfg.get(group) or {}).items():
             fld = f"{group}.{iname}"
             shape = spec.get("shape")
-            if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            if not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) for d in shape
+            ):
                 problems.append((f"{fld}.shape", f"expected a list of positive integers, got {shape!r}"))
                 continue
             bad = [d for d in shape if d <= 0]
             if bad:
-                problems.append((f"{fld}.shape", f"dimension {bad[0]} in {shape}: expected positive integers"))
+                problems.append(
+                    (f"{fld}.shape", f"dimension {bad[0]} in {shape}: expected positive integers")
+                )
             try:
                 check_dtype(spec.get("dtype"))
             except ValueError as e:
@@ -641,7 +647,9 @@ def find_config_files(paths: Iterable[str | Path]) -> list[Path]:
                 sorted(
                     f
                     for f in p.rglob("*")
-                    if f.suffix in (".yaml", ".yml") and f.is_file() and f.name not in ("gates.yaml", "gates.yml")
+                    if f.suffix in (".yaml", ".yml")
+                    and f.is_file()
+                    and f.name not in ("gates.yaml", "gates.yml")
                 )
             )
         else:

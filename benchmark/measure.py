@@ -161,7 +161,10 @@ def warmup(step: Callable[[], Any], sync: Callable[[], None], settings: MeasureS
         step()
         sync()
         times.append(time.perf_counter() - t0)
-        if len(times) >= settings.min_warmup_iterations and time.perf_counter() - start >= settings.warmup_time:
+        if (
+            len(times) >= settings.min_warmup_iterations
+            and time.perf_counter() - start >= settings.warmup_time
+        ):
             break
     tail = sorted(times[len(times) // 2 :])
     return len(times), tail[len(tail) // 2]

@@ -10,6 +10,7 @@ that finished.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import json
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from benchmark import measure
-from benchmark.config import DEFAULT_MAX_BYTES, Case, load_paths
+from benchmark.config import DEFAULT_MAX_BYTES, Case, config_hash, load_paths
 from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
@@ -31,33 +32,96 @@ SESSION_KEY = pytest.StashKey["BenchSession"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("bench", "PaddlePaddle benchmark suite")
-    g.addoption("--bench-config", action="append", default=None, metavar="PATH",
-                help="config file or directory to run (repeatable; default: configs/ of the project)")
-    g.addoption("--bench-place", default=None, metavar="PLACES",
-                help="comma-separated places to run, e.g. cpu or gpu,gpu:1 (default: every place a case "
-                     "declares; places this machine lacks are skipped with the reason)")
-    g.addoption("--bench-tags", default=None, metavar="TAGS",
-                help="comma-separated tags; run cases carrying any of them (default: every case not tagged "
-                     "'slow'; 'all' runs everything)")
-    g.addoption("--bench-modes", default=None, metavar="MODES", help="comma-separated modes: dynamic,static,to_static")
-    g.addoption("--bench-quick", action="store_true", default=False,
-                help="short warmup and measurement (smoke runs; numbers are rough)")
-    g.addoption("--bench-threads", type=int, default=1, metavar="N",
-                help="OMP/MKL/paddle threads for CPU cases unless already set in the environment (default 1; 0: leave)")
-    g.addoption("--bench-no-malloc-control", action="store_true", default=False,
-                help="do not raise glibc's mmap/trim thresholds (large CPU tensors then measure page faults)")
-    g.addoption("--bench-json", default=None, metavar="FILE",
-                help="where to write the run's JSON summary (default: results/summary.json)")
-    g.addoption("--bench-db", default=None, metavar="URL",
-                help="SQLAlchemy URL of the history (default: $BENCHMARK_DB_URL, else sqlite:///results/history.sqlite)")
-    g.addoption("--bench-no-store", action="store_true", default=False, help="do not record results in the history")
-    g.addoption("--bench-trigger", default=None, help="what started this run: local, pr, nightly (default $BENCHMARK_TRIGGER or local)")
-    g.addoption("--bench-shard", default=None, metavar="I/N",
-                help="run only shard I of N (1-based); cases are split deterministically by id")
-    g.addoption("--bench-nvml-interval", type=float, default=0.1, metavar="SECONDS",
-                help="NVML sampling interval for CUDA cases (default 0.1; floor 0.01)")
-    g.addoption("--bench-max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
-                help="refuse cases whose inputs need more memory than this (checked before allocating)")
+    g.addoption(
+        "--bench-config",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="config file or directory to run (repeatable; default: configs/ of the project)",
+    )
+    g.addoption(
+        "--bench-place",
+        default=None,
+        metavar="PLACES",
+        help="comma-separated places to run, e.g. cpu or gpu,gpu:1 (default: every place a case "
+        "declares; places this machine lacks are skipped with the reason)",
+    )
+    g.addoption(
+        "--bench-tags",
+        default=None,
+        metavar="TAGS",
+        help="comma-separated tags; run cases carrying any of them (default: every case not tagged "
+        "'slow'; 'all' runs everything)",
+    )
+    g.addoption(
+        "--bench-modes", default=None, metavar="MODES", help="comma-separated modes: dynamic,static,to_static"
+    )
+    g.addoption(
+        "--bench-quick",
+        action="store_true",
+        default=False,
+        help="short warmup and measurement (smoke runs; numbers are rough)",
+    )
+    g.addoption(
+        "--bench-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="OMP/MKL/paddle threads for CPU cases unless already set in the environment (default 1; 0: leave)",
+    )
+    g.addoption(
+        "--bench-no-malloc-control",
+        action="store_true",
+        default=False,
+        help="do not raise glibc's mmap/trim thresholds (large CPU tensors then measure page faults)",
+    )
+    g.addoption(
+        "--bench-json",
+        default=None,
+        metavar="FILE",
+        help="where to write the run's JSON summary (default: results/summary.json)",
+    )
+    g.addoption(
+        "--bench-db",
+        default=None,
+        metavar="URL",
+        help="SQLAlchemy URL of the history (default: $BENCHMARK_DB_URL, else sqlite:///results/history.sqlite)",
+    )
+    g.addoption(
+        "--bench-no-store", action="store_true", default=False, help="do not record results in the history"
+    )
+    g.addoption(
+        "--bench-trigger",
+        default=None,
+        help="what started this run: local, pr, nightly (default $BENCHMARK_TRIGGER or local)",
+    )
+    g.addoption(
+        "--bench-shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N (1-based); cases are split deterministically by id",
+    )
+    g.addoption(
+        "--bench-framework",
+        default="paddle",
+        choices=("paddle", "torch"),
+        help="framework that runs op cases (default paddle); 'torch' runs each op case's torch "
+        "equivalent as its own series (id suffix '-torch')",
+    )
+    g.addoption(
+        "--bench-nvml-interval",
+        type=float,
+        default=0.1,
+        metavar="SECONDS",
+        help="NVML sampling interval for CUDA cases (default 0.1; floor 0.01)",
+    )
+    g.addoption(
+        "--bench-max-bytes",
+        type=int,
+        default=DEFAULT_MAX_BYTES,
+        metavar="BYTES",
+        help="refuse cases whose inputs need more memory than this (checked before allocating)",
+    )
 
 
 def project_root(config: pytest.Config) -> Path:
@@ -80,6 +144,7 @@ class BenchSession:
         self.settings = measure.MeasureSettings.quick() if opt("bench_quick") else measure.MeasureSettings()
         self.threads = measure.pin_threads(opt("bench_threads") or None)
         self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
+        self.framework = opt("bench_framework")
         self.results: list[CaseResult] = []
         self.json_path = Path(opt("bench_json") or self.root / "results" / "summary.json")
         self.started = time.time()
@@ -119,6 +184,8 @@ class BenchSession:
         shard = opt("bench_shard")
         if shard:
             selected = shard_cases(selected, shard)
+        if self.framework == "torch":
+            selected = [as_torch_case(c) for c in selected if c.kind == "op" and c.mode == "dynamic"]
         return selected
 
     # -- history -------------------------------------------------------------------------
@@ -128,9 +195,9 @@ class BenchSession:
 
         self.machine = environment.collect_machine()
         framework = {}
-        ok, reason = runners.framework_available()
+        ok, reason = runners.framework_available(self.framework)
         if ok:
-            framework = runners.framework_info()
+            framework = runners.framework_info(self.framework)
         self.run_info = environment.collect_run(
             framework,
             trigger=self.config.getoption("bench_trigger"),
@@ -149,6 +216,20 @@ class BenchSession:
             self.run_id = self.store.begin_run(self.machine, self.run_info)
         except StoreError as e:
             raise pytest.UsageError(f"history store: {e}") from None
+
+    def check_telemetry(self, config: pytest.Config) -> None:
+        """Say once, in one line, when CUDA cases will run without GPU telemetry."""
+        from benchmark import runners, telemetry
+
+        gpu_places = {c.place for c in self.cases if c.place.startswith("gpu")}
+        if not gpu_places or not runners.framework_available(self.framework)[0]:
+            return
+        if not any(runners.place_available(p, self.framework)[0] for p in gpu_places):
+            return  # no CUDA place here: those cases are skipped with their own reason
+
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        emit = reporter.write_line if reporter is not None else None
+        telemetry.warn_once(emit=emit)
 
     def record(self, result: CaseResult) -> None:
         self.results.append(result)
@@ -172,6 +253,14 @@ class BenchSession:
         self.write_json(status)
         if self.store is not None and self.run_id is not None:
             self.store.finish_run(self.run_id, status)
+
+
+def as_torch_case(case: Case) -> Case:
+    """The same op case run by torch: its own series (framework in the config, so a new hash)."""
+    config = {**case.config, "framework": "torch"}
+    return dataclasses.replace(
+        case, case_id=f"{case.case_id}-torch", config=config, config_hash=config_hash(config)
+    )
 
 
 def shard_cases(cases: list[Case], spec: str) -> list[Case]:
@@ -205,7 +294,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
     # Fewer, more readable pytest-benchmark columns unless the user chose some.
     if not config.getoption("benchmark_columns", None) or config.getoption("benchmark_columns") == [
-        "min", "max", "mean", "stddev", "median", "iqr", "outliers", "ops", "rounds", "iterations"
+        "min",
+        "max",
+        "mean",
+        "stddev",
+        "median",
+        "iqr",
+        "outliers",
+        "ops",
+        "rounds",
+        "iterations",
     ]:
         config.option.benchmark_columns = ["min", "median", "iqr", "rounds", "iterations"]
 
@@ -214,6 +312,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     bench = session.config.stash.get(SESSION_KEY, None)
     if bench is not None and not session.config.getoption("collectonly"):
         bench.open_history()
+        bench.check_telemetry(session.config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -295,15 +394,17 @@ def base_result(case: Case) -> CaseResult:
 def start_telemetry(place: str, interval: float):
     """An NVML sampler for a CUDA place, started before warmup; None on CPU or without NVML.
 
-    Without a driver, `warn_once` prints one line for the whole session and nothing else changes.
+    Without a driver, the session has already said so in one line (`pytest_sessionstart`).
     """
     if not place.startswith("gpu"):
         return None
     from benchmark import telemetry
 
-    if not telemetry.warn_once():
+    if not telemetry.nvml_status()[0]:
         return None
-    index = int(place.split(":")[1]) if ":" in place else 0
+    index = telemetry.nvml_device_index(int(place.split(":")[1]) if ":" in place else 0)
+    if index is None:
+        return None
     return telemetry.NvmlSampler(device_index=index, interval=interval).start()
 
 
@@ -312,9 +413,9 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     from benchmark import runners
 
     result = base_result(case)
-    ok, reason = runners.framework_available()
+    ok, reason = runners.framework_available(bench.framework)
     if ok:
-        ok, reason = runners.place_available(case.place)
+        ok, reason = runners.place_available(case.place, bench.framework)
     if not ok:
         result.status, result.message = "skipped", reason
         result.finished_at = time.time()

@@ -85,12 +85,18 @@ def main() -> int:
     for i in range(args.runs):
         doc = pytest_json(
             ["benchmark/", "-k", SELECT, "--bench-no-store", "--bench-json", str(tmp / "ours.json")],
-            tmp / "ours.json", ROOT, env,
+            tmp / "ours.json",
+            ROOT,
+            env,
         )
         for r in doc["results"]:
             ours.setdefault(r["case_id"], []).append(r["stats"]["median"])
-        doc = pytest_json([str(tmp / "test_plain.py"), "--benchmark-json", str(tmp / "plain.json")],
-                          tmp / "plain.json", tmp, clean_env)
+        doc = pytest_json(
+            [str(tmp / "test_plain.py"), "--benchmark-json", str(tmp / "plain.json")],
+            tmp / "plain.json",
+            tmp,
+            clean_env,
+        )
         for b in doc["benchmarks"]:
             plain.setdefault(b["name"], []).append(b["stats"]["median"])
         print(f"repetition {i + 1}/{args.runs} done", file=sys.stderr)
@@ -100,11 +106,14 @@ def main() -> int:
         med = statistics.median(values) * 1e6
         pmed = statistics.median(pvalues) * 1e6
         print(f"{case:<56} {cv(values):>9.2%} {cv(pvalues):>12.2%}   (medians {med:.1f} us vs {pmed:.1f} us)")
-    doc = pytest_json([str(tmp / "test_noop.py"), "--benchmark-json", str(tmp / "noop.json")],
-                      tmp / "noop.json", ROOT, env)
+    doc = pytest_json(
+        [str(tmp / "test_noop.py"), "--benchmark-json", str(tmp / "noop.json")], tmp / "noop.json", ROOT, env
+    )
     for b in doc["benchmarks"]:
-        print(f"no-op per iteration, {b['name']:<18}: {b['stats']['median'] * 1e9:.1f} ns "
-              f"(rounds {b['stats']['rounds']}, iterations {b['stats']['iterations']})")
+        print(
+            f"no-op per iteration, {b['name']:<18}: {b['stats']['median'] * 1e9:.1f} ns "
+            f"(rounds {b['stats']['rounds']}, iterations {b['stats']['iterations']})"
+        )
     return 0
 
 

@@ -10,8 +10,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args, cwd=PROJECT):
-    return subprocess.run([sys.executable, "-m", "benchmark.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_validate_shipped_configs_exits_0():
@@ -21,21 +22,29 @@ def test_validate_shipped_configs_exits_0():
 
 
 def test_validate_reports_each_problem_and_exits_2(tmp_path):
-    (tmp_path / "a.yaml").write_text("cases:\n  - {name: a, kind: op, op: paddle.nope, inputs: {x: {shape: [2]}}}\n")
-    (tmp_path / "b.yaml").write_text("cases:\n  - {name: b, kind: op, op: paddle.abs, inputs: {x: {shape: [0]}}}\n")
+    (tmp_path / "a.yaml").write_text(
+        "cases:\n  - {name: a, kind: op, op: paddle.nope, inputs: {x: {shape: [2]}}}\n"
+    )
+    (tmp_path / "b.yaml").write_text(
+        "cases:\n  - {name: b, kind: op, op: paddle.abs, inputs: {x: {shape: [0]}}}\n"
+    )
     (tmp_path / "c.yaml").write_text("cases: [\n")
     proc = cli("validate", str(tmp_path))
     assert proc.returncode == 2
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3
-    assert lines[0].endswith("a.yaml:2: case 'a': field 'op': 'paddle.nope': paddle has no attribute 'paddle.nope'")
+    assert lines[0].endswith(
+        "a.yaml:2: case 'a': field 'op': 'paddle.nope': paddle has no attribute 'paddle.nope'"
+    )
     assert "b.yaml:2: case 'b': field 'inputs.x.shape'" in lines[1]
     assert "c.yaml:2: YAML syntax error" in lines[2]
     assert "3 problem(s) found" in proc.stderr
 
 
 def test_validate_without_paddle_resolution_still_checks_form(tmp_path):
-    (tmp_path / "a.yaml").write_text("cases:\n  - {name: a, kind: op, op: paddle.__init__, inputs: {x: {shape: [2]}}}\n")
+    (tmp_path / "a.yaml").write_text(
+        "cases:\n  - {name: a, kind: op, op: paddle.__init__, inputs: {x: {shape: [2]}}}\n"
+    )
     proc = cli("validate", "--no-resolve", str(tmp_path / "a.yaml"))
     assert proc.returncode == 2 and "no private or dunder names" in proc.stdout
 

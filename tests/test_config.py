@@ -53,7 +53,13 @@ def test_grid_expands_product_dtypes_backward_places_modes(tmp_path):
     assert len(ids) == len(cases), "every item id is unique"
     assert "red-shape_4x8-axis_0-float32-fwd-cpu-dynamic" in ids
     c = next(c for c in cases if c.id == "red-shape_2x3-axis_1-float64-bwd-gpu-static")
-    assert c.config["inputs"]["x"] == {"shape": [2, 3], "dtype": "float64", "low": -1.0, "high": 1.0, "requires_grad": None}
+    assert c.config["inputs"]["x"] == {
+        "shape": [2, 3],
+        "dtype": "float64",
+        "low": -1.0,
+        "high": 1.0,
+        "requires_grad": None,
+    }
     assert c.config["attrs"] == {"axis": 1}
     assert c.config["backward"] is True
 
@@ -128,7 +134,11 @@ def test_program_and_model_kinds(tmp_path):
     )
     assert not issues
     assert [c.id for c in cases] == [
-        "p-cpu-static", "p-cpu-dynamic", "p-cpu-to_static", "m-train-cpu-dynamic", "m-infer-cpu-dynamic",
+        "p-cpu-static",
+        "p-cpu-dynamic",
+        "p-cpu-to_static",
+        "m-train-cpu-dynamic",
+        "m-infer-cpu-dynamic",
     ]
 
 
@@ -137,26 +147,82 @@ def test_program_and_model_kinds(tmp_path):
     [
         ("{name: a, kind: op, op: paddle.no_such_op, inputs: {x: {shape: [2]}}}", "op", "has no attribute"),
         ("{name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}", "op", "not a public paddle API"),
-        ("{name: a, kind: op, op: paddle.__class__, inputs: {x: {shape: [2]}}}", "op", "no private or dunder"),
-        ("{name: a, kind: op, op: paddle._C_ops.abs, inputs: {x: {shape: [2]}}}", "op", "no private or dunder"),
+        (
+            "{name: a, kind: op, op: paddle.__class__, inputs: {x: {shape: [2]}}}",
+            "op",
+            "no private or dunder",
+        ),
+        (
+            "{name: a, kind: op, op: paddle._C_ops.abs, inputs: {x: {shape: [2]}}}",
+            "op",
+            "no private or dunder",
+        ),
         ("{name: a, kind: op, op: paddle.os.system, inputs: {x: {shape: [2]}}}", "op", "not a paddle module"),
-        ("{name: a, kind: op, op: paddle.nn.Linear, inputs: {x: {shape: [2]}}}", "op", "not an operator function"),
+        (
+            "{name: a, kind: op, op: paddle.nn.Linear, inputs: {x: {shape: [2]}}}",
+            "op",
+            "not an operator function",
+        ),
         ("{name: a, kind: op, op: paddle.nn, inputs: {x: {shape: [2]}}}", "op", "not an operator function"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, colour: red}", "colour", "unknown field"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2], dtype: float33}}}", "inputs.x.dtype", "unknown dtype"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2, 0]}}}", "inputs.x.shape", "positive integers"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [-1, 3]}}}", "inputs.x.shape", "positive integers"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: two}}}", "inputs.x.shape", "list of integers"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [100000, 100000, 100]}}}", "inputs", "refused before allocating"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, places: [tpu]}", "places", "unknown place"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, modes: [eager]}", "modes", "unknown mode"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, seed: many}", "seed", "valid integer"),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, colour: red}",
+            "colour",
+            "unknown field",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2], dtype: float33}}}",
+            "inputs.x.dtype",
+            "unknown dtype",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2, 0]}}}",
+            "inputs.x.shape",
+            "positive integers",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [-1, 3]}}}",
+            "inputs.x.shape",
+            "positive integers",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: two}}}",
+            "inputs.x.shape",
+            "list of integers",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [100000, 100000, 100]}}}",
+            "inputs",
+            "refused before allocating",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, places: [tpu]}",
+            "places",
+            "unknown place",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, modes: [eager]}",
+            "modes",
+            "unknown mode",
+        ),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, seed: many}",
+            "seed",
+            "valid integer",
+        ),
         ("{name: a, kind: op, op: paddle.abs}", None, "'inputs' is required"),
         ("{name: a, kind: model, model: bert}", "model", "unknown model 'bert'"),
         ("{name: a, kind: model, model: os.system}", "model", "registered model builder"),
         ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: $s}}}", "grid", "not defined in the grid"),
-        ("{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, reference: os.system}", "reference", "numpy or torch"),
-        ("{name: '1a', kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}}", "name", "starting with a letter"),
+        (
+            "{name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}, reference: os.system}",
+            "reference",
+            "numpy or torch",
+        ),
+        (
+            "{name: '1a', kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}}",
+            "name",
+            "starting with a letter",
+        ),
     ],
 )
 def test_each_bad_field_gets_one_line_naming_file_case_field(tmp_path, case, field, expected):
@@ -178,7 +244,11 @@ def test_each_bad_field_gets_one_line_naming_file_case_field(tmp_path, case, fie
         ("cases:\n  - !!python/object/apply:os.system ['touch /tmp/pwned']\n", "YAML tag not allowed", 2),
         ("- 1\n", "expected a mapping", 1),
         ("cases: []\n", "at least one case", 1),
-        ("cases:\n  - {name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}}\nextra: 1\n", "unknown field", 3),
+        (
+            "cases:\n  - {name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [2]}}}\nextra: 1\n",
+            "unknown field",
+            3,
+        ),
     ],
 )
 def test_file_level_problems(tmp_path, text, expected, line):
@@ -213,8 +283,19 @@ def test_shipped_configs_are_valid():
     cases, issues = load_paths([PROJECT / "configs"], resolver=resolver, models=["lstm", "gru", "resnet18"])
     assert not issues, [str(i) for i in issues]
     names = {c.name for c in cases}
-    assert {"abs", "elementwise_mul", "reduce_sum", "matmul", "softmax", "feed_abs_fetch", "feed_fetch_empty",
-            "reduce_pair", "lstm", "gru", "resnet18"} <= names
+    assert {
+        "abs",
+        "elementwise_mul",
+        "reduce_sum",
+        "matmul",
+        "softmax",
+        "feed_abs_fetch",
+        "feed_fetch_empty",
+        "reduce_pair",
+        "lstm",
+        "gru",
+        "resnet18",
+    } <= names
     smoke = [c for c in cases if "smoke" in c.tags]
     assert smoke, "a smoke subset exists for CI"
     assert all("slow" in c.tags for c in cases if c.name == "resnet18")

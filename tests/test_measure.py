@@ -29,7 +29,9 @@ def test_warmup_runs_for_its_time_and_estimates_the_steady_state():
         time.sleep(0.02 if len(calls) < 2 else 0.001)
         calls.append(1)
 
-    n, est = measure.warmup(step, lambda: None, measure.MeasureSettings(warmup_time=0.1, min_warmup_iterations=3))
+    n, est = measure.warmup(
+        step, lambda: None, measure.MeasureSettings(warmup_time=0.1, min_warmup_iterations=3)
+    )
     assert n == len(calls) and n >= 10
     assert 0.0009 < est < 0.005
 
@@ -94,7 +96,9 @@ def test_stability_warnings_flag_dispersion_and_bimodality_but_not_a_steady_case
     assert stability_warnings(steady) == []
     noisy = 1e-4 * (1 + 0.3 * rng.standard_normal(100)).clip(0.3)
     assert any(w.startswith("unstable") for w in stability_warnings(noisy))
-    bimodal = np.concatenate([np.full(50, 1e-4), np.full(50, 1.3e-4)]) * (1 + 0.002 * rng.standard_normal(100))
+    bimodal = np.concatenate([np.full(50, 1e-4), np.full(50, 1.3e-4)]) * (
+        1 + 0.002 * rng.standard_normal(100)
+    )
     assert any(w.startswith("bimodal") for w in stability_warnings(bimodal))
     assert any(w.startswith("only 3 rounds") for w in stability_warnings([1.0, 1.0, 1.0]))
 

@@ -71,7 +71,9 @@ def test_op_attrs_are_passed(tmp_path, mode):
         """,
     )
     case = cases[f"s-cpu-{mode}"]
-    np.testing.assert_allclose(run_outputs(case)["out"], inputs_of(case)["x"].sum(axis=(1, 2), keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(
+        run_outputs(case)["out"], inputs_of(case)["x"].sum(axis=(1, 2), keepdims=True), rtol=1e-5
+    )
 
 
 def test_inputs_are_deterministic_from_the_seed_and_in_range(tmp_path):

@@ -50,8 +50,21 @@ def run_suite(tmp_path: Path, *args: str, config: str = TINY) -> tuple[subproces
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(textwrap.dedent(config))
     out = tmp_path / "summary.json"
-    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-p", "no:cacheprovider", "--bench-config", str(cfg),
-           "--bench-quick", "--bench-json", str(out), "--bench-no-store", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "benchmark/",
+        "-p",
+        "no:cacheprovider",
+        "--bench-config",
+        str(cfg),
+        "--bench-quick",
+        "--bench-json",
+        str(out),
+        "--bench-no-store",
+        *args,
+    ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=600, env=env)
     return proc, out
@@ -100,7 +113,9 @@ def test_a_failing_case_is_recorded_as_error_and_the_suite_goes_on(tmp_path):
 
 
 def test_bad_config_fails_before_running_with_one_line(tmp_path):
-    proc, out = run_suite(tmp_path, config="cases:\n  - {name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}\n")
+    proc, out = run_suite(
+        tmp_path, config="cases:\n  - {name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}\n"
+    )
     assert proc.returncode != 0
     err = proc.stdout + proc.stderr
     assert "tiny.yaml:2: case 'a': field 'op': 'os.system' is not a public paddle API" in err
@@ -111,8 +126,16 @@ def test_bad_config_fails_before_running_with_one_line(tmp_path):
 def test_shards_partition_the_cases(tmp_path):
     ids = []
     for i in (1, 2):
-        proc, out = run_suite(tmp_path, "--bench-tags", "all", "--bench-place", "cpu", "--collect-only", "-q",
-                              f"--bench-shard={i}/2")
+        proc, out = run_suite(
+            tmp_path,
+            "--bench-tags",
+            "all",
+            "--bench-place",
+            "cpu",
+            "--collect-only",
+            "-q",
+            f"--bench-shard={i}/2",
+        )
         assert proc.returncode in (0, 5), proc.stdout[-2000:]
         ids.append({line for line in proc.stdout.splitlines() if "test_case[" in line})
     assert not ids[0] & ids[1]

@@ -92,6 +92,10 @@ def stability_warnings(
             out.append(f"imprecise: the 95% CI of the median spans {ci_w:.1%} of it (> {max_ci_width:.0%})")
         if s["max"] > 0 and s["min"] / med < 0.5:
             out.append(f"outlier: the fastest round is {s['min'] / med:.0%} of the median")
-    if x.size >= 20 and bimodality_coefficient(x) > bimodal_threshold and (s["iqr"] / med if med else 0) > 0.02:
+    if (
+        x.size >= 20
+        and bimodality_coefficient(x) > bimodal_threshold
+        and (s["iqr"] / med if med else 0) > 0.02
+    ):
         out.append("bimodal: samples look like two populations (check allocator, frequency or thread state)")
     return out

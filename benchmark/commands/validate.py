@@ -19,7 +19,9 @@ def _load(args):
 
     resolver = None if args.no_resolve else runners.op_resolver()
     paths = args.paths or [str(default_config_dir())]
-    return load_paths(paths, resolver=resolver, models=runners.model_names(), max_bytes=args.max_bytes), resolver
+    return load_paths(
+        paths, resolver=resolver, models=runners.model_names(), max_bytes=args.max_bytes
+    ), resolver
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -29,7 +31,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="check op names by their form only, without importing paddle to resolve them",
     )
-    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, help="largest input footprint allowed per case")
+    p.add_argument(
+        "--max-bytes", type=int, default=DEFAULT_MAX_BYTES, help="largest input footprint allowed per case"
+    )
 
 
 def cmd_validate(args) -> int:

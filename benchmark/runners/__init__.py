@@ -29,26 +29,52 @@ __all__ = [
 ]
 
 
-def framework_available() -> tuple[bool, str]:
+FRAMEWORKS = ("paddle", "torch")
+
+
+def framework_available(framework: str = "paddle") -> tuple[bool, str]:
     try:
-        importlib.import_module("benchmark.runners.paddle_common").paddle()
+        if framework == "torch":
+            importlib.import_module("benchmark.runners.torch_runner").import_torch()
+        else:
+            importlib.import_module("benchmark.runners.paddle_common").paddle()
     except RunnerUnavailable as e:
         return False, str(e)
     return True, ""
 
 
 def prepare(case) -> Prepared:
-    module = importlib.import_module(_KIND_MODULES[case.kind])
+    """A prepared step for `case`; op cases whose config says `framework: torch` go to torch."""
+    if case.config.get("framework") == "torch":
+        module = importlib.import_module("benchmark.runners.torch_runner")
+    else:
+        module = importlib.import_module(_KIND_MODULES[case.kind])
     return module.prepare(case)
 
 
-def place_available(place: str) -> tuple[bool, str]:
+def place_available(place: str, framework: str = "paddle") -> tuple[bool, str]:
+    if framework == "torch":
+        from benchmark.runners import torch_runner
+
+        try:
+            torch_runner.torch_device(torch_runner.import_torch(), place)
+        except RunnerUnavailable as e:
+            return False, str(e)
+        return True, ""
     from benchmark.runners import paddle_common
 
     return paddle_common.place_available(place)
 
 
-def framework_info() -> dict:
+def framework_info(framework: str = "paddle") -> dict:
+    if framework == "torch":
+        torch = importlib.import_module("benchmark.runners.torch_runner").import_torch()
+        return {
+            "framework": "torch",
+            "torch_version": torch.__version__,
+            "cuda_version": torch.version.cuda,
+            "cudnn_version": torch.backends.cudnn.version(),
+        }
     from benchmark.runners import paddle_common
 
     return paddle_common.framework_info()

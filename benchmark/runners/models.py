@@ -18,8 +18,22 @@ from benchmark.runners.base import Prepared
 # name -> (builder function name in this module, default args). Importing this module does not
 # import paddle, so the config validator can list the names anywhere.
 MODELS: dict[str, dict[str, Any]] = {
-    "lstm": {"batch_size": 32, "seq_len": 50, "input_size": 128, "hidden_size": 256, "num_layers": 1, "num_classes": 10},
-    "gru": {"batch_size": 32, "seq_len": 50, "input_size": 128, "hidden_size": 256, "num_layers": 1, "num_classes": 10},
+    "lstm": {
+        "batch_size": 32,
+        "seq_len": 50,
+        "input_size": 128,
+        "hidden_size": 256,
+        "num_layers": 1,
+        "num_classes": 10,
+    },
+    "gru": {
+        "batch_size": 32,
+        "seq_len": 50,
+        "input_size": 128,
+        "hidden_size": 256,
+        "num_layers": 1,
+        "num_classes": 10,
+    },
     "resnet18": {"batch_size": 4, "image_size": 224, "num_classes": 1000},
 }
 
@@ -117,6 +131,10 @@ def prepare(case) -> Prepared:
         outputs=outputs,
         peak_memory=pc.peak_memory_tracker(place),
         device_timer=pc.device_timer_factory(place),
-        info={"model": cfg["model"], "args": args, "step": step_kind,
-              "parameters": int(sum(int(np.prod(p.shape)) for p in net.parameters()))},
+        info={
+            "model": cfg["model"],
+            "args": args,
+            "step": step_kind,
+            "parameters": int(sum(int(np.prod(p.shape)) for p in net.parameters())),
+        },
     )

@@ -34,7 +34,9 @@ def resolve_op(name: str):
             raise ValueError(f"{name!r}: segment {seg!r} is private or not a plain name")
     obj: Any = pc.paddle()
     for i, seg in enumerate(parts[1:], start=1):
-        if not isinstance(obj, types.ModuleType) or not (obj.__name__ == "paddle" or obj.__name__.startswith("paddle.")):
+        if not isinstance(obj, types.ModuleType) or not (
+            obj.__name__ == "paddle" or obj.__name__.startswith("paddle.")
+        ):
             raise ValueError(f"{name!r}: {'.'.join(parts[:i])} is not a paddle module")
         if not hasattr(obj, seg):
             raise ValueError(f"{name!r}: paddle has no attribute {'.'.join(parts[: i + 1])!r}")
@@ -98,7 +100,8 @@ def _eager(fn, cfg, arrays, attrs, grad_names, place, *, jit: bool):
     pd = pc.paddle()
     names = list(arrays)
     tensors = [
-        pc.to_tensor(arrays[n], cfg["inputs"][n]["dtype"], place, requires_grad=n in grad_names) for n in names
+        pc.to_tensor(arrays[n], cfg["inputs"][n]["dtype"], place, requires_grad=n in grad_names)
+        for n in names
     ]
 
     # One list argument: to_static does not accept *args signatures.

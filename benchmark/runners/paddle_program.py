@@ -98,7 +98,9 @@ def _static(cfg, ops, fns, arrays, fetch_names, place):
 def _eager(cfg, ops, fns, arrays, fetch_names, place, *, jit: bool):
     pd = pc.paddle()
     feed_names = list(arrays)
-    tensors = [pc.to_tensor(arrays[n], cfg["feed"][n]["dtype"], place, requires_grad=False) for n in feed_names]
+    tensors = [
+        pc.to_tensor(arrays[n], cfg["feed"][n]["dtype"], place, requires_grad=False) for n in feed_names
+    ]
 
     # One list argument: to_static does not accept *args signatures.
     def program(ts):
