@@ -9,6 +9,7 @@ import sys
 
 COMMAND_MODULES = [
     "benchmark.commands.validate",
+    "benchmark.commands.legacy",
 ]
 
 

@@ -247,6 +247,23 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[
     return fields
 
 
+def measure_plain(prepared, settings: MeasureSettings) -> list[float]:
+    """The same warmup, calibration and synchronized rounds as `measure`, without pytest-benchmark
+    (for a second measurement inside one item, e.g. the torch equivalent of a case)."""
+    n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
+    p = plan(estimate, n_warm, settings)
+    samples = []
+    step, sync = prepared.step, prepared.sync
+    for _ in range(p.rounds + 1):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(p.iterations):
+            step()
+        sync()
+        samples.append((time.perf_counter() - t0) / p.iterations)
+    return samples[1:]
+
+
 def format_time(seconds: float | None) -> str:
     """Seconds in the most readable unit: ns, us, ms or s."""
     if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):

@@ -109,6 +109,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "equivalent as its own series (id suffix '-torch')",
     )
     g.addoption(
+        "--bench-profile",
+        action="store_true",
+        default=False,
+        help="after timing, profile each case (op table, host/device copies; program cases: overhead "
+        "decomposition); cases with `profile: true` are always profiled",
+    )
+    g.addoption(
+        "--bench-trace-dir", default=None, metavar="DIR", help="with profiling, write chrome traces here"
+    )
+    g.addoption(
+        "--bench-no-accuracy",
+        action="store_true",
+        default=False,
+        help="skip the reference checks of cases that name a `reference`",
+    )
+    g.addoption(
+        "--bench-vs-torch",
+        action="store_true",
+        default=False,
+        help="also time each op case's torch equivalent the same way and record the paddle/torch ratio",
+    )
+    g.addoption(
         "--bench-nvml-interval",
         type=float,
         default=0.1,
@@ -391,6 +413,54 @@ def base_result(case: Case) -> CaseResult:
     )
 
 
+def diagnose(case: Case, prepared, result: CaseResult, bench: BenchSession, settings) -> None:
+    """After the timed measurement, never inside it: reference check, profile pass, torch timing."""
+    from benchmark import runners
+
+    opt = bench.config.getoption
+    if not opt("bench_no_accuracy"):
+        result.accuracy = runners.check_accuracy(case, prepared)
+        if result.accuracy and result.accuracy.get("status") in ("failed", "error"):
+            result.status = "failed"
+            result.message = f"accuracy vs {result.accuracy['reference']}: {result.accuracy.get('message')}"
+    if opt("bench_vs_torch") and case.kind == "op" and bench.framework == "paddle":
+        result.extra["torch"] = torch_comparison(case, settings, result.stats.get("median"))
+    if opt("bench_profile") or case.config.get("profile"):
+        trace_dir = opt("bench_trace_dir")
+        trace = Path(trace_dir) / f"{case.id}.json" if trace_dir else None
+        if trace is not None:
+            trace.parent.mkdir(parents=True, exist_ok=True)
+        result.profile = runners.profile_pass(case, prepared, trace)
+
+
+def torch_comparison(case: Case, settings, paddle_median: float | None) -> dict:
+    """Time the case's torch equivalent with the same warmup, calibration and sync; the ratio."""
+    from benchmark import runners
+
+    ok, reason = runners.framework_available("torch")
+    if ok:
+        ok, reason = runners.place_available(case.place, "torch")
+    if not ok:
+        return {"status": "skipped", "message": reason}
+    torch_case = as_torch_case(case)
+    try:
+        prepared = runners.prepare(torch_case)
+    except runners.RunnerUnavailable as e:
+        return {"status": "skipped", "message": str(e)}
+    try:
+        samples = measure.measure_plain(prepared, settings)
+    finally:
+        prepared.close()
+    median = float(sorted(samples)[len(samples) // 2])
+    return {
+        "status": "ok",
+        "median": median,
+        "rounds": len(samples),
+        "paddle_over_torch": paddle_median / median if paddle_median and median else None,
+        "info": prepared.info,
+    }
+
+
 def start_telemetry(place: str, interval: float):
     """An NVML sampler for a CUDA place, started before warmup; None on CPU or without NVML.
 
@@ -435,6 +505,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
             else:
                 setattr(result, key, value)
         result.status = "ok"
+        diagnose(case, prepared, result, bench, settings)
     except runners.RunnerUnavailable as e:
         result.status, result.message = "skipped", str(e)
     except Exception as e:  # noqa: BLE001 - any failure of a case is recorded as that case's error
@@ -451,7 +522,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     bench.record(result)
     if result.status == "skipped":
         pytest.skip(result.message)
-    if result.status == "error":
+    if result.status in ("error", "failed"):
         pytest.fail(f"{case.id}: {result.message}", pytrace=False)
     if result.warnings and bench.config.getoption("verbose") > 0:
         print("\n".join(f"warning: {w}" for w in result.warnings), file=sys.stderr)

@@ -90,6 +90,29 @@ def op_resolver():
     return resolver
 
 
+def check_accuracy(case, prepared) -> dict | None:
+    """Outputs (and gradients) of an op case against its `reference`; None without a reference."""
+    from benchmark.runners.reference import check_accuracy as _check
+
+    return _check(case, prepared)
+
+
+def profile_pass(case, prepared, trace_path=None, steps: int = 5) -> dict:
+    """The profiler pass (op table, copy counts) after timing; program cases in static mode also
+    get the framework-overhead decomposition (net of an empty program, feed and fetch costs)."""
+    if case.config.get("framework") == "torch":
+        return {"skipped": "the profile pass profiles paddle; this case runs on torch"}
+    from benchmark.runners.paddle_profile import profile_record
+
+    record = profile_record(prepared, case.place, steps=steps, trace_path=trace_path)
+    if case.kind == "program" and case.mode == "static":
+        from benchmark.runners.paddle_overhead import decompose
+
+        prepared.close()  # decompose builds its own programs
+        record["overhead"] = decompose(case)
+    return record
+
+
 def model_names() -> list[str]:
     from benchmark.runners.models import MODELS
 

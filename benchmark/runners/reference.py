@@ -1,0 +1,463 @@
+"""Reference implementations for op cases: numpy or torch functions named in a case's ``reference``.
+
+`resolve_reference` applies the same safety rules as op names (configs are data: a pull request's
+YAML must not reach ``os.system``): a public dotted name under ``numpy.`` or ``torch.``, every segment
+public, every intermediate a module of that package, the target a function (numpy ufuncs and
+array-function dispatchers count; classes, modules and other callables do not).
+
+`reference_outputs` computes, from the case's own inputs:
+
+* the forward output, in float64 (bfloat16 inputs are first rounded to bfloat16, as the framework
+  sees them), with the case's attrs mapped to the reference's keyword names through `NUMPY_ATTRS` /
+  `TORCH_ATTRS` (``axis``/``keepdim`` -> numpy ``axis``/``keepdims``, torch ``dim``/``keepdim``);
+  ``transpose_x``/``transpose_y`` (matmul) transpose the inputs' last two axes instead;
+* for backward cases, the gradients of ``sum(out * dout)`` with ``dout = ones`` (what the paddle
+  runner computes): by torch autograd for torch references, analytically for the numpy functions in
+  `NUMPY_GRADIENTS`; for any other numpy function the gradient check is reported as not available
+  (a note, not a failure).
+
+`check_accuracy(case, prepared)` runs the whole check (framework outputs with TF32 disabled, the
+reference, dtype-aware tolerances, comparison) and returns a plain dict for `CaseResult.accuracy`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import re
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from benchmark import accuracy
+from benchmark.runners.base import RunnerUnavailable
+
+_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+PACKAGES = ("numpy", "torch")
+# Callable types that count as "a function" besides Python and builtin functions.
+_FUNCTION_TYPES = {("numpy", "ufunc"), ("numpy", "_ArrayFunctionDispatcher")}
+# Public functions that are refused anyway: file I/O, process-wide state, code loading. A reference
+# only ever receives the case's arrays, but a config must not even name these.
+_REFUSED_SEGMENTS = {
+    "compile",
+    "compiler",
+    "ctypeslib",
+    "distributed",
+    "f2py",
+    "fromfile",
+    "fromregex",
+    "genfromtxt",
+    "hub",
+    "jit",
+    "load",
+    "loads",
+    "loadtxt",
+    "manual_seed",
+    "memmap",
+    "multiprocessing",
+    "onnx",
+    "ops",
+    "package",
+    "save",
+    "savetxt",
+    "savez",
+    "savez_compressed",
+    "seed",
+    "set_default_device",
+    "set_default_dtype",
+    "set_num_threads",
+    "set_printoptions",
+    "setbufsize",
+    "seterr",
+    "seterrcall",
+    "testing",
+    "tofile",
+    "use_deterministic_algorithms",
+    "utils",
+}
+
+# paddle attribute -> the reference's keyword. None: handled by transforming the inputs.
+NUMPY_ATTRS: dict[str, str | None] = {
+    "axis": "axis",
+    "keepdim": "keepdims",
+    "transpose_x": None,
+    "transpose_y": None,
+}
+TORCH_ATTRS: dict[str, str | None] = {
+    "axis": "dim",
+    "keepdim": "keepdim",
+    "transpose_x": None,
+    "transpose_y": None,
+}
+# The loosest dtype among a case's inputs decides its tolerance.
+_LOOSENESS = ["bfloat16", "float16", "float32", "float64"]
+
+
+# ------------------------------------------------------------------------------------------
+# Resolution
+# ------------------------------------------------------------------------------------------
+
+
+def _import_package(name: str, package: str):
+    try:
+        return importlib.import_module(package)
+    except ImportError as e:
+        raise RunnerUnavailable(f"reference {name!r}: {package} is not installed here ({e})") from e
+
+
+def _is_function(obj: Any) -> bool:
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+        return True
+    t = type(obj)
+    return (t.__module__.split(".")[0], t.__name__) in _FUNCTION_TYPES
+
+
+def resolve_reference(name: str) -> Callable[..., Any]:
+    """Resolve ``numpy.<fn>`` / ``torch.<...>.<fn>`` to the function, or raise ValueError saying why.
+
+    Raises RunnerUnavailable (not ValueError) when the name is well formed but its package (torch)
+    is not installed here.
+    """
+    if not isinstance(name, str) or "." not in name:
+        raise ValueError(f"reference {name!r}: expected a dotted name such as 'numpy.abs' or 'torch.abs'")
+    parts = name.split(".")
+    package = parts[0]
+    if package not in PACKAGES:
+        raise ValueError(f"reference {name!r}: only functions under 'numpy.' or 'torch.' may be references")
+    for seg in parts[1:]:
+        if not _SEGMENT.match(seg):
+            raise ValueError(f"reference {name!r}: segment {seg!r} is private or not a plain name")
+        if seg in _REFUSED_SEGMENTS:
+            raise ValueError(
+                f"reference {name!r}: {seg!r} (file I/O, global state or code loading) is refused"
+            )
+    obj: Any = _import_package(name, package)
+    for i, seg in enumerate(parts[1:], start=1):
+        prefix = ".".join(parts[:i])
+        mod_name = getattr(obj, "__name__", "") if isinstance(obj, types.ModuleType) else ""
+        if not (mod_name == package or mod_name.startswith(package + ".")):
+            raise ValueError(f"reference {name!r}: {prefix} is not a {package} module")
+        if not hasattr(obj, seg):
+            raise ValueError(f"reference {name!r}: {package} has no attribute {'.'.join(parts[: i + 1])!r}")
+        obj = getattr(obj, seg)
+    if isinstance(obj, (type, types.ModuleType)) or not _is_function(obj):
+        kind = (
+            "module"
+            if isinstance(obj, types.ModuleType)
+            else "class"
+            if isinstance(obj, type)
+            else type(obj).__name__
+        )
+        raise ValueError(f"reference {name!r} is not a function (it is a {kind})")
+    module = getattr(obj, "__module__", None) or package
+    if not (module == package or module.startswith(package + ".")):
+        raise ValueError(f"reference {name!r} is defined outside {package} (in {module})")
+    return obj
+
+
+# ------------------------------------------------------------------------------------------
+# Inputs and attributes
+# ------------------------------------------------------------------------------------------
+
+
+def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), returned as float32."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32).reshape(np.shape(a))
+
+
+def reference_inputs(case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The case's inputs as the reference gets them: floating inputs in float64, bfloat16 rounded first."""
+    out = {}
+    for name, arr in arrays.items():
+        dtype = case.config["inputs"][name]["dtype"]
+        if dtype == "bfloat16":
+            arr = round_to_bfloat16(arr)
+        out[name] = arr.astype(np.float64) if dtype.startswith(("float", "bfloat")) else np.asarray(arr)
+    return out
+
+
+def map_attrs(attrs: dict[str, Any], package: str) -> tuple[dict[str, Any], tuple[bool, bool]]:
+    """paddle attrs -> (reference keyword arguments, (transpose_x, transpose_y)); ValueError if unmapped."""
+    table = NUMPY_ATTRS if package == "numpy" else TORCH_ATTRS
+    kwargs: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key not in table:
+            raise ValueError(
+                f"attribute {key!r} has no {package} equivalent in the reference mapping "
+                f"(known: {', '.join(sorted(table))})"
+            )
+        target = table[key]
+        if target is None:
+            continue
+        if key == "axis":
+            if value is None:
+                if package == "torch":
+                    continue
+            elif isinstance(value, list):
+                value = tuple(value)
+        kwargs[target] = value
+    return kwargs, (bool(attrs.get("transpose_x", False)), bool(attrs.get("transpose_y", False)))
+
+
+def _swap_last(a):
+    return a.swapaxes(-1, -2) if hasattr(a, "swapaxes") else a.transpose(-1, -2)
+
+
+def _apply_transposes(values: list[Any], transposes: tuple[bool, bool]) -> list[Any]:
+    out = list(values)
+    for i, flag in enumerate(transposes[: len(out)]):
+        if flag:
+            out[i] = _swap_last(out[i])
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Analytic gradients for numpy references (dout = ones; returns one gradient per input)
+# ------------------------------------------------------------------------------------------
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum `grad` over the dimensions that broadcasting added or stretched to reach it from `shape`."""
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad.reshape(shape)
+
+
+def _reduce_grad(x: np.ndarray, dout: np.ndarray, kw: dict[str, Any]) -> np.ndarray:
+    axis = kw.get("axis")
+    if axis is not None and not kw.get("keepdims", False):
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        dout = np.expand_dims(dout, tuple(a % x.ndim for a in axes))
+    return np.broadcast_to(dout, x.shape).copy()
+
+
+def _mean_grad(x: np.ndarray, dout: np.ndarray, kw: dict[str, Any]) -> np.ndarray:
+    axis = kw.get("axis")
+    axes = range(x.ndim) if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
+    count = int(np.prod([x.shape[a] for a in axes])) if x.ndim else 1
+    return _reduce_grad(x, dout, kw) / count
+
+
+def _matmul_grad(x, y, dout, transposes):
+    if x.ndim < 2 or y.ndim < 2:
+        raise NotImplementedError("matmul gradient reference needs operands of rank >= 2")
+    a, b = _apply_transposes([x, y], transposes)
+    da = unbroadcast(dout @ _swap_last(b), a.shape)
+    db = unbroadcast(_swap_last(a) @ dout, b.shape)
+    return _apply_transposes([da, db], transposes)
+
+
+NUMPY_GRADIENTS: dict[str, Callable[..., list[np.ndarray]]] = {
+    "numpy.abs": lambda xs, out, d, kw, t: [np.sign(xs[0]) * d],
+    "numpy.absolute": lambda xs, out, d, kw, t: [np.sign(xs[0]) * d],
+    "numpy.negative": lambda xs, out, d, kw, t: [-d],
+    "numpy.exp": lambda xs, out, d, kw, t: [out * d],
+    "numpy.tanh": lambda xs, out, d, kw, t: [(1.0 - out * out) * d],
+    "numpy.add": lambda xs, out, d, kw, t: [unbroadcast(d, xs[0].shape), unbroadcast(d, xs[1].shape)],
+    "numpy.subtract": lambda xs, out, d, kw, t: [unbroadcast(d, xs[0].shape), unbroadcast(-d, xs[1].shape)],
+    "numpy.multiply": lambda xs, out, d, kw, t: [
+        unbroadcast(d * xs[1], xs[0].shape),
+        unbroadcast(d * xs[0], xs[1].shape),
+    ],
+    "numpy.sum": lambda xs, out, d, kw, t: [_reduce_grad(xs[0], d, kw)],
+    "numpy.mean": lambda xs, out, d, kw, t: [_mean_grad(xs[0], d, kw)],
+    "numpy.matmul": lambda xs, out, d, kw, t: _matmul_grad(xs[0], xs[1], d, t),
+}
+
+
+# ------------------------------------------------------------------------------------------
+# TF32
+# ------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tf32_disabled() -> Iterator[None]:
+    """Disable TF32 matmul/conv for paddle (cuBLAS switch, cuDNN flag) and torch (if imported); restore after.
+
+    On Ampere and later GPUs both frameworks may run float32 matmuls in TF32 (10-bit mantissa),
+    which would fail a float32 accuracy check for reasons unrelated to the kernel under test. A
+    no-op on a CPU-only build.
+    """
+    restore: list[Callable[[], None]] = []
+    try:
+        _disable_paddle_tf32(restore)
+        _disable_torch_tf32(restore)
+        yield
+    finally:
+        for undo in reversed(restore):
+            undo()
+
+
+def _disable_paddle_tf32(restore: list[Callable[[], None]]) -> None:
+    from benchmark.runners import paddle_common as pc
+
+    pd = pc.paddle()
+    if not pd.device.is_compiled_with_cuda():
+        return
+    core = pd.base.core
+    if hasattr(core, "get_cublas_switch"):
+        previous = bool(core.get_cublas_switch())
+        core.set_cublas_switch(False)
+        restore.append(lambda: core.set_cublas_switch(previous))
+    with contextlib.suppress(Exception):  # the flag is absent from some builds
+        old = pd.get_flags(["FLAGS_allow_tf32_cudnn"])["FLAGS_allow_tf32_cudnn"]
+        pd.set_flags({"FLAGS_allow_tf32_cudnn": False})
+        restore.append(lambda: pd.set_flags({"FLAGS_allow_tf32_cudnn": old}))
+
+
+def _disable_torch_tf32(restore: list[Callable[[], None]]) -> None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    old_matmul, old_cudnn = matmul.allow_tf32, cudnn.allow_tf32
+    matmul.allow_tf32 = False
+    cudnn.allow_tf32 = False
+
+    def undo() -> None:
+        matmul.allow_tf32 = old_matmul
+        cudnn.allow_tf32 = old_cudnn
+
+    restore.append(undo)
+
+
+# ------------------------------------------------------------------------------------------
+# Reference outputs
+# ------------------------------------------------------------------------------------------
+
+
+def _grad_names(case) -> list[str]:
+    from benchmark.runners.paddle_ops import _grad_inputs
+
+    return _grad_inputs(case.config) if case.config.get("backward") else []
+
+
+def _first(out: Any) -> Any:
+    return out[0] if isinstance(out, (list, tuple)) else out
+
+
+def _numpy_reference(name, fn, case, inputs, notes) -> dict[str, np.ndarray]:
+    kwargs, transposes = map_attrs(dict(case.config.get("attrs") or {}), "numpy")
+    names = list(inputs)
+    values = _apply_transposes([inputs[n] for n in names], transposes)
+    out = np.asarray(_first(fn(*values, **kwargs)), dtype=np.float64)
+    result = {"out": out}
+    grad_names = _grad_names(case)
+    if not grad_names:
+        return result
+    grad_fn = NUMPY_GRADIENTS.get(name)
+    if grad_fn is None:
+        notes.append(
+            f"gradient reference not available for {name} (no analytic gradient in the table; "
+            "name a torch reference to check gradients)"
+        )
+        return result
+    try:
+        grads = grad_fn([inputs[n] for n in names], out, np.ones_like(out), kwargs, transposes)
+    except NotImplementedError as e:
+        notes.append(f"gradient reference not available for {name}: {e}")
+        return result
+    for n in grad_names:
+        result[f"grad_{n}"] = np.asarray(grads[names.index(n)], dtype=np.float64)
+    return result
+
+
+def _torch_reference(fn, case, inputs) -> dict[str, np.ndarray]:
+    import torch
+
+    kwargs, transposes = map_attrs(dict(case.config.get("attrs") or {}), "torch")
+    names = list(inputs)
+    grad_names = _grad_names(case)
+    tensors = {n: torch.from_numpy(np.ascontiguousarray(a)) for n, a in inputs.items()}
+    for n in grad_names:
+        tensors[n].requires_grad_(True)
+    with torch.enable_grad():
+        out = _first(fn(*_apply_transposes([tensors[n] for n in names], transposes), **kwargs))
+        result = {"out": out.detach().to(torch.float64).numpy()}
+        if grad_names:
+            grads = torch.autograd.grad([out], [tensors[n] for n in grad_names], [torch.ones_like(out)])
+            for n, g in zip(grad_names, grads, strict=True):
+                result[f"grad_{n}"] = g.detach().to(torch.float64).numpy()
+    return result
+
+
+def reference_with_notes(case, arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """(reference outputs, notes): like `reference_outputs`, plus what could not be computed and why."""
+    name = case.config.get("reference")
+    if not name:
+        raise ValueError(f"{case.case_id}: the case names no reference")
+    fn = resolve_reference(name)
+    inputs = reference_inputs(case, arrays)
+    notes: list[str] = []
+    if name.startswith("torch."):
+        with tf32_disabled():
+            return _torch_reference(fn, case, inputs), notes
+    return _numpy_reference(name, fn, case, inputs, notes), notes
+
+
+def reference_outputs(case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Reference ``{"out": ..., "grad_<input>": ...}`` (float64) for an op case, from its inputs `arrays`.
+
+    Gradients appear only for backward cases whose reference can produce them (see the module
+    docstring). Raises ValueError for an unusable reference or an attribute without a mapping.
+    """
+    return reference_with_notes(case, arrays)[0]
+
+
+def case_dtype(case) -> str:
+    """The dtype that decides a case's default tolerance: the loosest floating dtype among its inputs."""
+    dtypes = [spec["dtype"] for spec in (case.config.get("inputs") or {}).values()]
+    floating = [d for d in dtypes if d in _LOOSENESS]
+    if floating:
+        return min(floating, key=_LOOSENESS.index)
+    return dtypes[0] if dtypes else "float32"
+
+
+def check_accuracy(case, prepared, arrays: dict[str, np.ndarray] | None = None) -> dict[str, Any] | None:
+    """The accuracy record of an op case with a ``reference`` (None when there is nothing to check).
+
+    ``status`` is ``passed``, ``failed`` (a mismatch: fails the case's accuracy check and the
+    gate), ``error`` (the reference cannot be used: bad name, unmapped attribute) or ``skipped``
+    (not checkable here: torch missing, runner without outputs). Never raises for those.
+    """
+    name = case.config.get("reference")
+    if case.kind != "op" or not name:
+        return None
+    record: dict[str, Any] = {"reference": name, "status": "skipped", "passed": None, "notes": []}
+    if prepared.outputs is None:
+        record["message"] = "the runner does not expose outputs for this case"
+        return record
+    if arrays is None:
+        from benchmark.runners import paddle_common as pc
+
+        arrays = pc.make_arrays(case.config["inputs"], case.config.get("seed", 0))
+    try:
+        rtol, atol = accuracy.tolerance_for(case_dtype(case), case.config.get("tolerance"))
+        expected, notes = reference_with_notes(case, arrays)
+    except RunnerUnavailable as e:
+        record["message"] = str(e)
+        return record
+    except (ValueError, TypeError, RuntimeError) as e:
+        record.update(status="error", message=f"reference {name}: {e}")
+        return record
+    with tf32_disabled():
+        actual = prepared.outputs()
+        prepared.sync()
+    compared = accuracy.compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    record.update(compared)
+    record["status"] = "passed" if compared["passed"] else "failed"
+    record["notes"] = notes
+    record["dtype"] = case_dtype(case)
+    if notes:
+        record["message"] += "; " + "; ".join(notes)
+    return record
