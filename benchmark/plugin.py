@@ -370,7 +370,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         if r.status == "skipped":
             skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
             continue
-        if r.status != "ok":
+        if r.status != "ok" and not r.samples:
             tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
             continue
         ci = f"{measure.format_time(s.get('ci_low'))} .. {measure.format_time(s.get('ci_high'))}"
@@ -381,6 +381,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         )
         for w in r.warnings:
             tr.write_line(f"    warning: {w}", yellow=True)
+        if r.status != "ok":
+            tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
+        torch = r.extra.get("torch") or {}
+        if torch.get("paddle_over_torch"):
+            tr.write_line(
+                f"    vs torch: {measure.format_time(torch['median'])} per iteration, "
+                f"paddle/torch = {torch['paddle_over_torch']:.2f}x"
+            )
     for reason, count in skipped.items():
         tr.write_line(f"skipped {count} case(s): {reason}")
     where = [str(bench.json_path)]

@@ -140,3 +140,46 @@ def test_shards_partition_the_cases(tmp_path):
         ids.append({line for line in proc.stdout.splitlines() if "test_case[" in line})
     assert not ids[0] & ids[1]
     assert len(ids[0] | ids[1]) == 7
+
+
+DIAG = """
+cases:
+  - name: right_ref
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [32, 32]}}
+    backward: true
+    reference: numpy.abs
+    places: [cpu]
+  - name: wrong_ref
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [32, 32]}}
+    reference: numpy.negative
+    places: [cpu]
+  - name: prog
+    kind: program
+    feed: {x: {shape: [16, 16]}}
+    ops: [{op: paddle.abs, inputs: [x], out: y}]
+    fetch: [y]
+    places: [cpu]
+    modes: [static]
+"""
+
+
+def test_reference_mismatch_fails_the_case_and_profile_pass_is_recorded(tmp_path):
+    proc, out = run_suite(tmp_path, "--bench-tags", "all", "--bench-profile", config=DIAG)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    rows = {r["case_id"]: r for r in json.loads(out.read_text())["results"]}
+    right, wrong, prog = rows["right_ref-bwd"], rows["wrong_ref"], rows["prog"]
+    assert right["status"] == "ok" and right["accuracy"]["status"] == "passed"
+    assert set(right["accuracy"]["outputs"]) >= {"out", "grad_x"} or "grad_x" in right["accuracy"]["message"]
+    assert wrong["status"] == "failed" and wrong["accuracy"]["status"] == "failed"
+    assert "numpy.negative" in wrong["message"]
+    assert wrong["samples"], "the timing of a case that fails its accuracy check is still kept"
+    assert "FAILED benchmark/test_cases.py::test_case[wrong_ref-cpu-dynamic]" in proc.stdout
+    ops = {row["name"]: row for row in right["profile"]["op_table"]}
+    assert ops["abs"]["calls"] == ops["abs_grad"]["calls"] == right["profile"]["steps"]
+    assert all(v["count"] == 0 for v in right["profile"]["copies"].values()), "no copies on a CPU build"
+    parts = prog["profile"]["overhead"]["parts"]
+    assert {"full", "empty", "resident"} <= set(parts)
