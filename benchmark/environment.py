@@ -1,0 +1,280 @@
+"""What a run ran on and under: the machine (hardware/OS, fingerprinted) and the run (code, environment).
+
+`collect_machine()` describes the hardware and OS. Its `fingerprint` hashes only what makes timings
+comparable (CPU, memory, GPUs and driver, OS and kernel, Python), never the hostname, so two identical
+machines share series and a reinstalled Python starts new ones.
+
+`collect_run()` describes one invocation: when it started, which code (git commit, branch, dirty tree),
+which framework build (passed in by the caller: this module never imports paddle), the environment
+variables that change speed (thread counts, allocator settings, `FLAGS_*`), the trigger and tags.
+
+Everything returned is plain JSON-serialisable data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+# Fields of collect_machine() that make timings comparable; the fingerprint hashes exactly these.
+FINGERPRINT_FIELDS = (
+    "cpu_model",
+    "cpu_count_logical",
+    "cpu_count_physical",
+    "memory_gib",
+    "gpu_models",
+    "gpu_count",
+    "gpu_driver",
+    "os",
+    "os_release",
+    "kernel",
+    "arch",
+    "python_implementation",
+    "python_version",
+)
+
+# Environment variables recorded with a run: exact names, and name prefixes.
+SPEED_ENV_NAMES = frozenset(
+    {
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_LAUNCH_BLOCKING",
+        "CUDA_DEVICE_MAX_CONNECTIONS",
+        "CUBLAS_WORKSPACE_CONFIG",
+        "NVIDIA_TF32_OVERRIDE",
+        "LD_PRELOAD",
+        "NUMEXPR_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+    }
+)
+SPEED_ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "GOTO_", "KMP_", "GOMP_", "MALLOC_", "TCMALLOC_", "FLAGS_")
+
+TRIGGER_ENV = "BENCHMARK_TRIGGER"
+FINGERPRINT_LENGTH = 16
+
+
+# --------------------------------------------------------------------------------------------- machine
+
+
+def collect_machine() -> dict[str, Any]:
+    """Describe this machine; the result carries its `fingerprint`."""
+    info: dict[str, Any] = {"hostname": socket.gethostname()}
+    info.update(_cpu_info())
+    info.update(_memory_info())
+    info.update(_gpu_info())
+    info.update(_os_info())
+    info["python_implementation"] = platform.python_implementation()
+    info["python_version"] = platform.python_version()
+    info["fingerprint"] = fingerprint(info)
+    return info
+
+
+def fingerprint(machine: Mapping[str, Any]) -> str:
+    """Short sha256 of the timing-relevant fields of a machine description (hostname excluded)."""
+    relevant = {k: machine.get(k) for k in FINGERPRINT_FIELDS}
+    blob = json.dumps(relevant, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:FINGERPRINT_LENGTH]
+
+
+def _cpu_info() -> dict[str, Any]:
+    logical = os.cpu_count()
+    physical = None
+    try:
+        import psutil
+
+        logical = psutil.cpu_count(logical=True) or logical
+        physical = psutil.cpu_count(logical=False)
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        pass
+    return {"cpu_model": _cpu_model(), "cpu_count_logical": logical, "cpu_count_physical": physical}
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        text = ""
+    for key in ("model name", "Hardware", "Processor", "cpu model"):
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == key and value.strip():
+                return value.strip()
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _memory_info() -> dict[str, Any]:
+    total = None
+    try:
+        import psutil
+
+        total = int(psutil.virtual_memory().total)
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total = None
+    # The fingerprint uses whole GiB: the exact byte count moves with kernel reservations.
+    return {"memory_total_bytes": total, "memory_gib": round(total / 2**30) if total else None}
+
+
+def _gpu_info() -> dict[str, Any]:
+    """GPU model/count/driver via NVML; any NVML failure (or no pynvml) means "no GPU"."""
+    none: dict[str, Any] = {"gpu_count": 0, "gpu_models": [], "gpu_driver": None, "gpus": []}
+    try:
+        import pynvml
+    except ImportError:
+        return {**none, "gpu_unavailable": "pynvml is not installed"}
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return {**none, "gpu_unavailable": f"NVML: {exc}"}
+    try:
+        return _nvml_devices(pynvml)
+    except pynvml.NVMLError as exc:
+        return {**none, "gpu_unavailable": f"NVML: {exc}"}
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+
+
+def _nvml_devices(pynvml) -> dict[str, Any]:
+    driver = _text(pynvml.nvmlSystemGetDriverVersion())
+    gpus = []
+    for index in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        gpus.append(
+            {
+                "index": index,
+                "name": _text(pynvml.nvmlDeviceGetName(handle)),
+                "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+            }
+        )
+    cuda_driver = None
+    try:
+        version = int(pynvml.nvmlSystemGetCudaDriverVersion())
+        cuda_driver = f"{version // 1000}.{version % 1000 // 10}"
+    except (pynvml.NVMLError, AttributeError):
+        pass
+    return {
+        "gpu_count": len(gpus),
+        "gpu_models": sorted(g["name"] for g in gpus),
+        "gpu_driver": driver,
+        "cuda_driver_version": cuda_driver,
+        "gpus": gpus,
+    }
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _os_info() -> dict[str, Any]:
+    return {
+        "os": platform.system(),
+        "os_release": _os_release(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+    }
+
+
+def _os_release() -> str | None:
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition("=")
+            if key == "PRETTY_NAME":
+                return value.strip().strip('"')
+    return None
+
+
+# ------------------------------------------------------------------------------------------------- run
+
+
+def collect_run(
+    framework: Mapping[str, Any] | None = None,
+    *,
+    trigger: str | None = None,
+    tags: Iterable[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Describe this invocation of the suite.
+
+    `framework` is what the caller found out about the framework (e.g. `paddle_version`,
+    `paddle_commit`, `cuda_version`, `cudnn_version`); it is stored as given. `trigger` defaults to
+    the environment variable BENCHMARK_TRIGGER, then "local". `cwd` is the working tree whose git
+    state is recorded (default: the current directory).
+    """
+    env = os.environ if environ is None else environ
+    return {
+        "started_at": time.time(),
+        **git_info(cwd),
+        "framework": dict(framework or {}),
+        "env": speed_environment(env),
+        "cpu_affinity": _cpu_affinity(),
+        "cpu_governor": _cpu_governor(),
+        "trigger": trigger or env.get(TRIGGER_ENV) or "local",
+        "tags": list(tags),
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "python_executable": sys.executable,
+    }
+
+
+def speed_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables that change speed: thread counts, allocators, FLAGS_*, devices."""
+    return {
+        name: value
+        for name, value in sorted(environ.items())
+        if name in SPEED_ENV_NAMES or name.startswith(SPEED_ENV_PREFIXES)
+    }
+
+
+def git_info(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Commit, branch and dirty flag of the working tree at `cwd`; all None outside a git repository."""
+    if _git(cwd, "rev-parse", "--show-toplevel") is None:
+        return {"git_commit": None, "git_branch": None, "git_dirty": None}
+    status = _git(cwd, "status", "--porcelain")
+    return {
+        "git_commit": _git(cwd, "rev-parse", "--verify", "-q", "HEAD"),
+        "git_branch": _git(cwd, "symbolic-ref", "--short", "-q", "HEAD"),
+        "git_dirty": bool(status) if status is not None else None,
+    }
+
+
+def _git(cwd, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip()
+
+
+def _cpu_affinity() -> list[int] | None:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_governor() -> str | None:
+    try:
+        return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+    except OSError:
+        return None

@@ -1,0 +1,1 @@
+"""Alembic migrations of the history store (revisions in versions/, applied by benchmark.store.migrate)."""

@@ -1,0 +1,519 @@
+"""The history store on SQLite and PostgreSQL: round trips, queries, errors, crashes, concurrency."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmark.analysis.summary import summarize
+from benchmark.results import CaseResult
+from benchmark.store import (
+    DB_URL_ENV,
+    StoreError,
+    default_url,
+    open_store,
+    resolve_url,
+    series_key,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+PASSWORD = "s3cret-Pa55"
+
+
+def run_info(**fields):
+    info = {
+        "started_at": time.time(),
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "trigger": "test",
+    }
+    info.update(fields)
+    return info
+
+
+@pytest.fixture
+def store(db_url):
+    with open_store(db_url) as opened:
+        yield opened
+
+
+def new_run(store, machine, offset: float = 0.0, **fields) -> int:
+    return store.begin_run(machine, run_info(started_at=time.time() + offset, **fields))
+
+
+# ------------------------------------------------------------------------------------------- round trip
+
+
+def full_result() -> CaseResult:
+    samples = [1.0e-3, 1.2e-3, 0.9e-3, 1.1e-3, 1.05e-3, 0.95e-3, 1.0e-3 + 1e-12]
+    return CaseResult(
+        case_id="model.resnet50[bs=32,amp]",
+        name="resnet50",
+        kind="model",
+        place="gpu:0",
+        mode="static",
+        config={"model": "resnet50", "batch_size": 32, "amp": True, "shape": [32, 3, 224, 224]},
+        config_hash="0123456789abcdef",
+        tags=["nightly", "model"],
+        samples=samples,
+        iterations=5,
+        warmup_rounds=3,
+        stats=summarize(samples),
+        device_samples=[s * 0.9 for s in samples],
+        throughput=31234.5,
+        throughput_unit="images/s",
+        batch_size=32,
+        peak_memory_bytes=7 * 2**30 + 123,
+        page_faults_per_iter=0.25,
+        warnings=["unstable: IQR is 12% of the median (> 10%)"],
+        telemetry={"sm_util_mean": 87.5, "throttled": False, "timeline": {"t": [0.0, 0.1], "sm": [80, 95]}},
+        profile={
+            "op_table": [{"op": "conv2d", "calls": 53, "total_ms": 1.5}],
+            "copies": {"h2d": 2},
+            "trace": "x.json",
+        },
+        accuracy={"max_abs_err": 1e-6, "passed": True},
+        extra={"note": "unicode ✓"},
+        started_at=1_700_000_000.123456,
+        finished_at=1_700_000_005.5,
+    )
+
+
+def test_round_trip_keeps_every_field_and_the_raw_samples(store, machine):
+    original = full_result()
+    run_id = new_run(store, machine)
+    result_id = store.add_result(run_id, original)
+    (stored,) = store.results(run_id)
+
+    assert stored.pop("result_id") == result_id
+    assert stored.pop("run_id") == run_id
+    expected = original.to_dict()
+    assert stored.pop("started_at") == pytest.approx(expected.pop("started_at"), abs=1e-6)
+    assert stored.pop("finished_at") == pytest.approx(expected.pop("finished_at"), abs=1e-6)
+    assert stored["samples"] == expected["samples"]  # bit-exact float64
+    assert stored == expected
+    assert CaseResult.from_dict(stored).samples == original.samples
+
+
+def test_results_that_are_not_numbers_stay_that_way(store, machine, make_result):
+    run_id = new_run(store, machine)
+    store.add_result(run_id, make_result("op.skip", samples=[], status="skipped", message="no CUDA device"))
+    store.add_result(run_id, make_result("op.err", samples=[], status="error", message="Traceback: boom"))
+    by_case = {r["case_id"]: r for r in store.results(run_id)}
+    assert by_case["op.skip"]["status"] == "skipped"
+    assert by_case["op.skip"]["message"] == "no CUDA device"
+    assert by_case["op.skip"]["samples"] == []
+    assert "median" not in by_case["op.skip"]["stats"]
+    assert by_case["op.err"]["status"] == "error"
+
+
+def test_nan_and_numpy_values_are_stored_as_plain_json(store, machine, make_result):
+    stats = {**summarize([0.0, 0.0, 0.0]), "cv": math.nan, "odd": np.float32(1.5)}
+    run_id = new_run(store, machine)
+    store.add_result(run_id, make_result(samples=[0.0, 0.0, 0.0], stats=stats, extra={"n": np.int64(3)}))
+    (stored,) = store.results(run_id)
+    assert stored["stats"]["cv"] is None
+    assert stored["stats"]["odd"] == 1.5
+    assert stored["extra"] == {"n": 3}
+
+
+def test_invalid_results_are_refused_and_nothing_is_left_behind(store, machine, make_result):
+    run_id = new_run(store, machine)
+    with pytest.raises(ValueError, match="status"):
+        store.add_result(run_id, make_result(status="fast"))
+    with pytest.raises(ValueError, match="place"):
+        store.add_result(run_id, make_result(place=""))
+    with pytest.raises(StoreError, match="no run 999"):
+        store.add_result(999, make_result())
+    assert store.results(run_id) == []
+    store.add_result(run_id, make_result())  # the store still works after the rollbacks
+    assert len(store.results(run_id)) == 1
+
+
+def test_batch_insert_returns_ids_in_order(store, machine, make_result):
+    run_id = new_run(store, machine)
+    ids = store.add_results(run_id, [make_result(f"op.c{i}", telemetry={"i": i}) for i in range(5)])
+    stored = store.results(run_id)
+    assert [r["result_id"] for r in stored] == ids
+    assert [r["case_id"] for r in stored] == [f"op.c{i}" for i in range(5)]
+    assert [r["telemetry"] for r in stored] == [{"i": i} for i in range(5)]
+
+
+# ------------------------------------------------------------------------------------------- runs
+
+
+def test_runs_lists_newest_first_with_places_counts_and_status(store, machine, make_result):
+    first = new_run(store, machine, offset=-10, git_commit="a" * 40, git_branch="develop", git_dirty=True)
+    store.add_result(first, make_result("op.a"))
+    store.add_result(first, make_result("op.a", place="gpu:0"))
+    store.add_result(first, make_result("op.b", samples=[], status="failed", message="x"))
+    store.finish_run(first, "complete")
+    second = new_run(store, machine)
+
+    runs = store.runs()
+    assert [r["id"] for r in runs] == [second, first]
+    assert store.latest_run_id() == second
+    old = runs[1]
+    assert old["places"] == ["cpu", "gpu:0"]
+    assert old["results"] == 3
+    assert old["results_by_status"] == {"ok": 2, "failed": 1}
+    assert old["status"] == "complete"
+    assert (old["git_commit"], old["git_branch"], old["git_dirty"]) == ("a" * 40, "develop", True)
+    assert old["machine"] == "machine-a"
+    assert runs[0]["status"] == "running"  # this process is alive
+    assert store.runs(limit=1)[0]["id"] == second
+
+
+def test_a_running_run_whose_process_is_gone_reads_as_interrupted(store, machine):
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    dead_pid = int(proc.stdout)
+    run_id = new_run(store, machine, pid=dead_pid)
+    (run,) = store.runs()
+    assert (run["id"], run["status"], run["recorded_status"]) == (run_id, "interrupted", "running")
+    assert store.run(run_id)["status"] == "interrupted"
+
+
+def test_a_run_on_another_host_is_interrupted_only_when_its_heartbeat_is_stale(store, machine):
+    run_id = new_run(store, machine, hostname="elsewhere", pid=1)
+    assert store.run(run_id)["status"] == "running"
+    store.stale_after_s = 0.0
+    time.sleep(0.01)
+    assert store.run(run_id)["status"] == "interrupted"
+
+
+def test_finish_run_checks_its_arguments(store, machine):
+    run_id = new_run(store, machine)
+    with pytest.raises(ValueError, match="complete, interrupted, failed"):
+        store.finish_run(run_id, "running")
+    with pytest.raises(StoreError, match="no run 12345"):
+        store.finish_run(12345)
+    store.finish_run(run_id, "failed")
+    assert store.run(run_id)["status"] == "failed"
+    assert store.run(run_id)["finished_at"] is not None
+    assert store.run(4242) is None
+
+
+def test_run_keeps_framework_environment_and_machine(store, machine):
+    run = run_info(
+        framework={
+            "paddle_version": "3.0.0",
+            "paddle_commit": "abc",
+            "cuda_version": "12.3",
+            "cudnn_version": 9,
+        },
+        env={"OMP_NUM_THREADS": "4", "FLAGS_use_cinn": "1"},
+        tags=["pr"],
+        cpu_governor="performance",
+    )
+    run_id = store.begin_run(machine, run)
+    stored = store.run(run_id)
+    assert stored["paddle_version"] == "3.0.0"
+    assert stored["cudnn_version"] == "9"
+    assert stored["env"] == {"OMP_NUM_THREADS": "4", "FLAGS_use_cinn": "1"}
+    assert stored["tags"] == ["pr"]
+    assert stored["extra"] == {"cpu_governor": "performance"}
+    assert stored["machine_info"]["cpu_model"] == "Test CPU"
+
+
+# ------------------------------------------------------------------------------------------- history
+
+
+def populate_history(store, machine, make_result, runs=4):
+    ids = []
+    for i in range(runs):
+        run_id = new_run(store, machine, offset=i - runs, git_commit=f"{i:040d}")
+        scale = 1 + i / 10
+        store.add_result(run_id, make_result("op.matmul[float32,64x64]", samples=[scale * 1e-3] * 6))
+        store.add_result(
+            run_id, make_result("op.matmul[float32,64x64]", place="gpu:0", samples=[scale * 1e-4] * 6)
+        )
+        store.add_result(run_id, make_result("op.add[float32]", samples=[scale * 2e-3] * 6))
+        store.finish_run(run_id)
+        ids.append(run_id)
+    return ids
+
+
+def test_history_matches_substrings_and_globs_with_literal_brackets(store, machine, make_result):
+    populate_history(store, machine, make_result)
+    assert {r["case_id"] for r in store.history("matmul[float32")} == {"op.matmul[float32,64x64]"}
+    assert {r["case_id"] for r in store.history("op.*")} == {"op.matmul[float32,64x64]", "op.add[float32]"}
+    assert {r["case_id"] for r in store.history("op.add[float3?]")} == {"op.add[float32]"}
+    assert store.history("op.a") and not store.history("op.a*x")
+    assert store.history("nothing-like-this") == []
+
+
+def test_history_is_oldest_first_per_series_and_filters_place_and_last(store, machine, make_result):
+    run_ids = populate_history(store, machine, make_result)
+    rows = store.history("matmul", place="cpu")
+    assert [r["run_id"] for r in rows] == run_ids
+    assert [r["median"] for r in rows] == pytest.approx([1e-3, 1.1e-3, 1.2e-3, 1.3e-3])
+    assert rows[-1]["git_commit"] == f"{3:040d}"
+    assert {r["place"] for r in store.history("matmul", place="gpu")} == {"gpu:0"}
+    last = store.history("op.", last=2)
+    assert len(last) == 3 * 2
+    assert {r["run_id"] for r in last} == set(run_ids[-2:])
+    with_samples = store.history("op.add", last=1, with_samples=True)
+    np.testing.assert_allclose(with_samples[0]["samples"], [1.3 * 2e-3] * 6)
+
+
+def test_a_changed_config_is_a_new_series(store, machine, make_result):
+    old = new_run(store, machine, offset=-2)
+    store.add_result(old, make_result("op.add[float32]", config_hash="cfg1"))
+    new = new_run(store, machine, offset=-1)
+    store.add_result(new, make_result("op.add[float32]", config_hash="cfg2", config={"changed": True}))
+    rows = store.history("op.add")
+    assert sorted((r["config_hash"], r["run_id"]) for r in rows) == [("cfg1", old), ("cfg2", new)]
+    (baseline,) = store.baselines(new).values()
+    assert len(baseline) == 0
+
+
+# ------------------------------------------------------------------------------------------- baselines
+
+
+def test_baselines_compare_like_with_like_only(store, machine, make_result):
+    other_machine = {**machine, "fingerprint": "machine-b", "hostname": "host-b"}
+    previous = []
+    for i in range(5):
+        run_id = new_run(store, machine, offset=i - 10, git_commit=f"c{i}")
+        store.add_result(run_id, make_result("op.add", samples=[(i + 1) * 1e-3] * 6))
+        store.add_result(run_id, make_result("op.add", config_hash="other-config"))
+        store.add_result(run_id, make_result("op.add", mode="static"))
+        store.add_result(run_id, make_result("op.add", place="gpu:0"))
+        previous.append(run_id)
+    failed = new_run(store, machine, offset=-4)
+    store.add_result(failed, make_result("op.add", samples=[], status="failed", message="oom"))
+    elsewhere = new_run(store, other_machine, offset=-3)
+    store.add_result(elsewhere, make_result("op.add", samples=[9.0] * 6))
+    target = new_run(store, machine, offset=-2)
+    store.add_result(target, make_result("op.add", samples=[7e-3] * 6))
+    store.add_result(target, make_result("op.new-case"))
+    later = new_run(store, machine, offset=-1)
+    store.add_result(later, make_result("op.add", samples=[8e-3] * 6))
+
+    baselines = store.baselines(target, last=100)
+    key = series_key(make_result("op.add"))
+    assert set(baselines) == {key, series_key(make_result("op.new-case"))}
+    base = baselines[key]
+    assert base.run_ids == previous
+    assert base.git_commits == [f"c{i}" for i in range(5)]
+    np.testing.assert_allclose(base.medians, [(i + 1) * 1e-3 for i in range(5)])
+    assert [len(s) for s in base.samples] == [6] * 5
+    assert base.pooled().shape == (30,)
+    assert base.unit == "s"
+    assert base.run_times == sorted(base.run_times)
+    assert len(baselines[series_key(make_result("op.new-case"))]) == 0
+
+    last_two = store.baselines(target, last=2)[key]
+    assert last_two.run_ids == previous[-2:]
+    assert store.baselines(previous[0])[key].run_ids == []
+    assert store.baselines(4242) == {}
+
+
+# ------------------------------------------------------------------------------------------- URLs and errors
+
+
+def test_url_precedence(monkeypatch, tmp_path):
+    monkeypatch.delenv(DB_URL_ENV, raising=False)
+    assert default_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/results/history.sqlite"
+    assert resolve_url(project_root=tmp_path) == default_url(tmp_path)
+    monkeypatch.setenv(DB_URL_ENV, "sqlite:////env.sqlite")
+    assert resolve_url(project_root=tmp_path) == "sqlite:////env.sqlite"
+    assert resolve_url("sqlite:////explicit.sqlite", project_root=tmp_path) == "sqlite:////explicit.sqlite"
+
+
+def test_the_default_history_is_created_under_results(monkeypatch, tmp_path):
+    monkeypatch.delenv(DB_URL_ENV, raising=False)
+    (tmp_path / "pyproject.toml").write_text("")
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    with open_store() as store:
+        assert store.latest_run_id() is None
+    assert (tmp_path / "results" / "history.sqlite").is_file()
+
+
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [
+        ("not a url", "invalid database URL"),
+        (f"mysql://root:{PASSWORD}@localhost/db", "unsupported database 'mysql'"),
+        (f"postgresql+nosuchdriver://u:{PASSWORD}@localhost/db", "driver is not available"),
+        (f"postgresql+psycopg://bench:{PASSWORD}@127.0.0.1:1/history", "cannot connect to"),
+    ],
+)
+def test_bad_urls_give_one_clear_error_without_the_password(url, needle):
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    message = str(info.value)
+    assert needle in message
+    assert PASSWORD not in message
+    assert "\n" not in message
+
+
+def test_a_wrong_password_is_reported_without_it(pg_url):
+    import sqlalchemy as sa
+
+    url = sa.make_url(pg_url).set(password=PASSWORD).render_as_string(hide_password=False)
+    with pytest.raises(StoreError) as info:
+        open_store(url)
+    assert "cannot connect" in str(info.value)
+    assert PASSWORD not in str(info.value)
+    assert "***" in str(info.value)
+
+
+def test_a_read_only_file_is_refused_and_left_untouched(sqlite_url, machine, make_result, tmp_path):
+    with open_store(sqlite_url) as store:
+        store.add_result(new_run(store, machine), make_result())
+    path = tmp_path / "history.sqlite"
+    before = path.read_bytes()
+    path.chmod(0o444)
+    try:
+        with pytest.raises(StoreError, match="read-only"):
+            open_store(sqlite_url)
+        with open_store(sqlite_url, readonly=True) as store:  # reading it is fine
+            assert len(store.runs()) == 1
+    finally:
+        path.chmod(0o644)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"this is not a database at all\n" * 100, b"SQLite format 3\x00" + b"\xff" * 4000],
+    ids=["text", "bad-pages"],
+)
+def test_a_corrupt_file_is_refused_and_left_untouched(tmp_path, content):
+    path = tmp_path / "history.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(StoreError) as info:
+        open_store(f"sqlite:///{path}")
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.sqlite"]
+
+
+def test_a_missing_history_is_not_created_unless_asked(tmp_path):
+    path = tmp_path / "none" / "history.sqlite"
+    with pytest.raises(StoreError, match="no history"):
+        open_store(f"sqlite:///{path}", create=False)
+    assert not path.parent.exists()
+
+
+def test_an_empty_server_database_is_not_created_unless_asked(pg_url):
+    with pytest.raises(StoreError, match="db init"):
+        open_store(pg_url, create=False)
+    with open_store(pg_url) as store:
+        assert store.runs() == []
+
+
+def test_store_repr_and_messages_hide_the_password(pg_url):
+    with open_store(pg_url) as store:
+        assert "***" in repr(store)
+        import sqlalchemy as sa
+
+        assert sa.make_url(pg_url).password not in repr(store) + store.display_url
+
+
+# ------------------------------------------------------------------------------------------- processes
+
+WORKER = textwrap.dedent(
+    """
+    import os, socket, sys, time
+    from benchmark.store import open_store
+
+    url, prefix, count, delay, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    store = open_store(url)
+    run_id = store.begin_run(
+        {"fingerprint": "worker-machine", "hostname": socket.gethostname()},
+        {"hostname": socket.gethostname(), "pid": os.getpid(), "trigger": "test"},
+    )
+    print("run", run_id, flush=True)
+    while go != "-" and not os.path.exists(go):
+        time.sleep(0.005)
+    for i in range(count):
+        samples = [1e-3 + i * 1e-6] * 5
+        store.add_result(run_id, {
+            "case_id": f"{prefix}.case{i}", "name": "case", "kind": "op", "place": "cpu",
+            "mode": "dynamic", "config": {"i": i}, "config_hash": "h", "samples": samples,
+            "stats": {"rounds": 5, "median": samples[0]},
+        })
+        print("stored", i + 1, flush=True)
+        time.sleep(delay)
+    store.finish_run(run_id)
+    print("done", flush=True)
+    """
+)
+
+
+def start_worker(tmp_path, url, prefix, count, delay=0.0, go="-"):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, str(script), url, prefix, str(count), str(delay), str(go)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.mark.slow
+def test_sigkill_mid_suite_keeps_every_committed_result_and_shows_interrupted(db_url, tmp_path):
+    with open_store(db_url):
+        pass
+    proc = start_worker(tmp_path, db_url, "crash", count=10_000, delay=0.01)
+    run_id = int(proc.stdout.readline().split()[1])
+    stored = 0
+    while stored < 8:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        stored = int(line.split()[1])
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+
+    with open_store(db_url) as store:
+        results = store.results(run_id)
+        (run,) = [r for r in store.runs() if r["id"] == run_id]
+    assert len(results) >= stored  # every result it reported as stored (and maybe one more)
+    assert [r["case_id"] for r in results[:stored]] == [f"crash.case{i}" for i in range(stored)]
+    assert run["status"] == "interrupted"
+    assert run["recorded_status"] == "running"
+
+
+@pytest.mark.slow
+def test_two_processes_writing_at_once_both_store_everything(db_url, tmp_path):
+    go = tmp_path / "go"
+    count = 150
+    # Both open the history at the same time: on SQLite the file does not exist yet.
+    workers = [start_worker(tmp_path, db_url, "same", count, go=go) for _ in range(2)]
+    run_ids = [int(w.stdout.readline().split()[1]) for w in workers]
+    go.touch()
+    for worker in workers:
+        out, err = worker.communicate(timeout=180)
+        assert worker.returncode == 0, err
+        assert out.strip().endswith("done")
+    with open_store(db_url) as store:
+        for run_id in run_ids:
+            results = store.results(run_id)
+            assert len(results) == count
+            assert {r["case_id"] for r in results} == {f"same.case{i}" for i in range(count)}
+        assert all(r["status"] == "complete" for r in store.runs())
+        # Both processes wrote the same cases: each case is one series with two results, not two series.
+        rows = store.history("*.case1")
+        assert len(rows) == 2
+        assert len({r["series_id"] for r in rows}) == 1
