@@ -1,0 +1,336 @@
+"""`benchmark plot` and `benchmark report`: plots, Markdown and the HTML dashboard from the history.
+
+    benchmark plot [PATTERN...] [--run ID|latest] [--place P] --out DIR [--format png,svg] [--jobs N]
+    benchmark report --format md   [--run ID|latest] [--baseline RUN_ID] [--out DIR] [--db URL]
+    benchmark report --format html [--run ID|latest] [--baseline RUN_ID] [--out DIR] [--all-plots]
+
+Errors (no such run, an empty history, nothing matching, an unreadable database) are one line on
+stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from benchmark.store import StoreError, find_project_root, open_store
+
+FORMATS = ("png", "svg", "pdf")
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _formats(value: str) -> tuple[str, ...]:
+    wanted = tuple(f.strip().lower() for f in value.split(",") if f.strip())
+    bad = [f for f in wanted if f not in FORMATS]
+    if bad or not wanted:
+        raise argparse.ArgumentTypeError(
+            f"formats are a comma-separated list of {', '.join(FORMATS)}; got {value!r}"
+        )
+    return wanted
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return n
+
+
+def _run_ref(value: str) -> str | int:
+    if value == "latest":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a run is an id (an integer) or 'latest', not {value!r}") from None
+
+
+def _open(args):
+    return open_store(args.db, create=False, readonly=True)
+
+
+def _resolve_run(store, ref: str | int | None, *, required: bool) -> int | None:
+    """The run id for `--run` ('latest', an id, or None: the latest when `required`)."""
+    if ref is None and not required:
+        return None
+    if ref in (None, "latest"):
+        run_id = store.latest_run_id()
+        if run_id is None:
+            raise UsageError(
+                f"the history at {store.display_url} is empty: record a run with `pytest benchmark/` first"
+            )
+        return run_id
+    if store.run(ref) is None:
+        raise UsageError(f"there is no run {ref} in {store.display_url}")
+    return int(ref)
+
+
+def _check_baseline(store, baseline: int | None) -> None:
+    if baseline is not None and store.run(baseline) is None:
+        raise UsageError(f"there is no baseline run {baseline} in {store.display_url}")
+
+
+def _guard(name: str, work) -> int:
+    """Run a command body, turning user and store errors into one line on stderr and exit 2."""
+    try:
+        return work()
+    except (UsageError, StoreError, LookupError) as exc:
+        print(f"benchmark {name}: {str(exc).strip(chr(34) + chr(39))}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"benchmark {name}: {exc}", file=sys.stderr)
+        return 2
+
+
+# -------------------------------------------------------------------------------------------------- plot
+
+
+def cmd_plot(args) -> int:
+    return _guard("plot", lambda: _plot(args))
+
+
+def _plot(args) -> int:
+    from benchmark.report import plots
+    from benchmark.report.compare_runs import analyse_one, compare_run, default_min_effect, load_series
+    from benchmark.report.html import slug_for
+
+    out = Path(args.out)
+    with _open(args) as store:
+        run_id = _resolve_run(store, args.run, required=False)
+        _check_baseline(store, args.baseline)
+        series = load_series(store, args.patterns or ["*"], args.place, last=args.last, run_id=run_id)
+        if not series and run_id is None:
+            raise UsageError(f"no series in {store.display_url} matches {' '.join(args.patterns or ['*'])}")
+        min_effect = default_min_effect()
+        analyses = plots.parallel_map(analyse_one, [(s, min_effect) for s in series], workers=args.jobs,
+                                      description="analysing series")  # fmt: skip
+        jobs = [
+            plots.PlotJob("trend", str(out / f"{slug_for(s)}.trend"), s, a, args.format)
+            for s, a in zip(series, analyses, strict=True)
+        ]
+        if run_id is not None:
+            jobs = _run_plot_jobs(store, run_id, args, out, compare_run, min_effect) + jobs
+    files = plots.render_all(jobs, workers=args.jobs)
+    figures = len({str(Path(f).with_suffix("")) for f in files})
+    print(f"{figures} plot(s), {len(files)} file(s) in {out}")
+    return 0
+
+
+def _run_plot_jobs(store, run_id: int, args, out: Path, compare_run, min_effect: float):
+    from benchmark.report import plots
+    from benchmark.report.html import slug_for
+
+    rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
+    if args.patterns or args.place:
+        rows = [r for r in rows if _row_matches(r, args.patterns, args.place)]
+    against = f"run {args.baseline}" if args.baseline else "the previous run of each series"
+    jobs = [
+        plots.PlotJob(
+            "ab", str(out / f"ab-run{run_id}"), rows, None, args.format, f"Run {run_id} against {against}"
+        )
+    ]
+    for r in store.results(run_id):
+        if plots.has_timeline(r) and _row_matches(r, args.patterns, args.place):
+            slug = slug_for(_Keyed(r))
+            jobs.append(
+                plots.PlotJob("telemetry", str(out / f"{slug}.telemetry-run{run_id}"), r, None, args.format)
+            )
+    return jobs
+
+
+class _Keyed:
+    """Just enough of a SeriesData (case id, place, mode, key) to name a file after a result."""
+
+    def __init__(self, r) -> None:
+        self.case_id, self.place, self.mode = r["case_id"], r["place"], r["mode"]
+        self.key = (r["case_id"], r["config_hash"], r["place"], r["mode"], r.get("machine") or "")
+
+
+def _row_matches(r, patterns, place) -> bool:
+    from fnmatch import fnmatchcase
+
+    case_id = r.case_id if hasattr(r, "case_id") else r["case_id"]
+    where = r.place if hasattr(r, "place") else r["place"]
+    if place and not (where == place or where.startswith(f"{place}:")):
+        return False
+    if not patterns:
+        return True
+    return any(fnmatchcase(case_id, p) if set("*?") & set(p) else p in case_id for p in patterns)
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+def cmd_report(args) -> int:
+    return _guard("report", lambda: _report(args))
+
+
+def _report(args) -> int:
+    if args.format == "md":
+        return _report_md(args)
+    return _report_html(args)
+
+
+def _report_md(args) -> int:
+    from benchmark.report import markdown, plots
+    from benchmark.report.compare_runs import compare_run, default_min_effect, load_series
+
+    with _open(args) as store:
+        run_id = _resolve_run(store, args.run, required=True)
+        _check_baseline(store, args.baseline)
+        min_effect = default_min_effect() if args.min_effect is None else args.min_effect
+        rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
+        run, base = store.run(run_id), store.run(args.baseline) if args.baseline else None
+        where = args.plots_url
+        if args.out:
+            out = Path(args.out)
+            changed = {r.case_id for r in rows if r.regressed or r.improved or r.history}
+            series = (
+                [s for s in load_series(store, sorted(changed), run_id=run_id) if s.case_id in changed]
+                if changed
+                else []
+            )
+            files = _md_plots(plots, rows, series, run_id, args, out, min_effect)
+            where = where or _plots_note(out, run_id, len(series), files)
+        text = markdown.render(run, rows, baseline_run=base, plots=where, db=store.display_url)
+    if args.out:
+        (Path(args.out) / "report.md").write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
+    return 0
+
+
+def _md_plots(plots, rows, series, run_id: int, args, out: Path, min_effect: float) -> list[str]:
+    """The A/B chart of the run and the trend plots of the series that changed, into `out`."""
+    from benchmark.report.compare_runs import analyse_one
+    from benchmark.report.html import slug_for
+
+    formats = args.plot_format or ("png", "svg")
+    against = f"run {args.baseline}" if args.baseline else "the previous run of each series"
+    jobs = [
+        plots.PlotJob(
+            "ab", str(out / f"ab-run{run_id}"), rows, None, formats, f"Run {run_id} against {against}"
+        )
+    ]
+    for s in series:
+        analysis = analyse_one((s, min_effect))
+        jobs.append(plots.PlotJob("trend", str(out / f"{slug_for(s)}.trend"), s, analysis, formats))
+    return plots.render_all(jobs, workers=args.jobs)
+
+
+def _plots_note(out: Path, run_id: int, n_trends: int, files: list[str]) -> str:
+    from benchmark.report.markdown import code
+
+    ab = next((f for f in files if Path(f).name.startswith(f"ab-run{run_id}.")), None)
+    note = f"In {code(out)}: the A/B chart {code(Path(ab).name) if ab else '-'}"
+    if n_trends:
+        note += f" and the trend plots of the {n_trends} changed series (`*.trend.png`)"
+    return note + "."
+
+
+def _report_html(args) -> int:
+    from benchmark.report.html import build_dashboard
+
+    out = Path(args.out) if args.out else find_project_root() / "results" / "report"
+    clock = time.perf_counter()
+    with _open(args) as store:
+        run_id = _resolve_run(store, args.run, required=True)
+        _check_baseline(store, args.baseline)
+        dash = build_dashboard(
+            store,
+            out,
+            run_id=run_id,
+            baseline=args.baseline,
+            all_plots=args.all_plots,
+            formats=args.plot_format or ("png",),
+            workers=args.jobs,
+            min_effect=args.min_effect,
+        )
+    took = time.perf_counter() - clock
+    print(f"{dash.index} ({len(dash.entries)} series, {len(dash.plot_files)} plot files, {took:.1f} s)")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- register
+
+
+def _db_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="history database URL (default: $BENCHMARK_DB_URL, then sqlite:///<project>/results/history.sqlite)",
+    )
+
+
+def _jobs_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--jobs",
+        type=_positive,
+        metavar="N",
+        help="worker processes for analysis and plots (default: the number of CPUs; 1 renders serially)",
+    )
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "plot",
+        help="trend plots, the A/B chart of a run and NVML telemetry timelines",
+        description="Write matplotlib plots: a trend plot per series (median per run with its interval, raw "
+        "samples, change points, gate alerts); with --run, also the run's A/B chart against its baseline and "
+        "the NVML telemetry timeline of each of its results that has one. Exit 2 on an error.",
+    )
+    p.add_argument("patterns", nargs="*", metavar="PATTERN",
+                   help="case ids to plot: a glob with * or ? (brackets are literal), else a substring; "
+                        "default: every series")  # fmt: skip
+    p.add_argument("--run", type=_run_ref, metavar="ID",
+                   help="a run id or 'latest': only the series of that run, their history up to it, plus its "
+                        "A/B chart and telemetry")  # fmt: skip
+    p.add_argument("--baseline", type=int, metavar="RUN_ID",
+                   help="with --run: compare with this run instead of each series' previous result")  # fmt: skip
+    p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
+    p.add_argument("--last", type=_positive, metavar="N", help="only the latest N runs of each series")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory for the plot files (created)")
+    p.add_argument("--format", type=_formats, default=("png", "svg"), metavar="LIST",
+                   help="comma-separated file formats: png, svg, pdf (default: png,svg)")  # fmt: skip
+    _jobs_option(p)
+    _db_option(p)
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser(
+        "report",
+        help="a Markdown report of a run, or the static HTML dashboard",
+        description="--format md: the run's counts, gate verdict (PASS/FAIL), regressions and improvements "
+        "with effect, interval, evidence and baseline, for a pull request comment or a CI summary (stdout; "
+        "with --out also DIR/report.md and its plots). --format html: a self-contained dashboard of every "
+        "series in DIR that opens from disk. Exit 2 on an error (no such run, empty history).",
+    )
+    p.add_argument("--format", choices=("md", "html"), default="md", help="md (default) or html")
+    p.add_argument("--run", type=_run_ref, default="latest", metavar="ID",
+                   help="the run to report: an id or 'latest' (default)")  # fmt: skip
+    p.add_argument("--baseline", type=int, metavar="RUN_ID",
+                   help="compare with this run (an A/B) instead of the previous result of each series")  # fmt: skip
+    p.add_argument("--out", metavar="DIR",
+                   help="md: also write DIR/report.md with the A/B chart and the trend plots of changed "
+                        "series; html: the dashboard directory (default: results/report)")  # fmt: skip
+    p.add_argument("--plots-url", metavar="URL",
+                   help="md: where readers find the plots (e.g. the CI artifact link), shown in the report")  # fmt: skip
+    p.add_argument("--all-plots", action="store_true",
+                   help="html: a matplotlib trend plot for every series, not only those that changed (slower)")  # fmt: skip
+    p.add_argument("--plot-format", type=_formats, metavar="LIST",
+                   help="file formats of the plots: png, svg, pdf (default: png,svg for md; png for html, "
+                        "whose pages show the PNG)")  # fmt: skip
+    p.add_argument("--min-effect", type=float, metavar="X",
+                   help="smallest relative change that counts, 0.05 = 5%% (default: configs/gates.yaml)")  # fmt: skip
+    _jobs_option(p)
+    _db_option(p)
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,485 @@
+"""What changed: the decisions behind the reports, read from the history store.
+
+Two views, both built on the pure analysis in :mod:`benchmark.analysis`:
+
+* **A/B of one run** (:func:`compare_run`): every result of the run against a baseline result of the
+  same series (same case id, config hash, place and mode; by default the previous ok result on the
+  same machine, or the matching result of an explicit baseline run) with
+  :func:`benchmark.analysis.compare.compare` on the raw samples. Slower/faster verdicts must also
+  survive Benjamini-Hochberg control of the false discovery rate across the run (a 500-case run
+  tested at 1% would otherwise flag five cases by chance). The online history detector
+  (:func:`benchmark.analysis.history.check_latest`) is run on the per-run medians too and reported
+  beside the A/B verdict.
+* **History of a series** (:func:`load_series`, :func:`analyse`): the per-run medians of one case on one
+  machine, its offline change points (:func:`~benchmark.analysis.history.segment`) and the alerts the
+  online gate would have raised (:func:`~benchmark.analysis.history.simulate_online`), summed up as a
+  status: ``regression``, ``improvement``, ``ok``, ``new`` (too short to test), ``error`` or
+  ``skipped`` (the latest result did not produce a number).
+
+Everything returned is plain, picklable data, so plots can be rendered in worker processes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmark.analysis.compare import compare
+from benchmark.analysis.fdr import adjust_pvalues
+from benchmark.analysis.history import Alert, ChangePoint, check_latest, segment, simulate_online
+
+DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
+DEFAULT_ALPHA = 0.01
+HISTORY_LAST = 100
+RECENT_RUNS = 7  # an alert this many runs old or newer sets a series' status
+MIN_RUNS_TO_TEST = 8  # the online gate's `min_history`
+FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history analysis
+
+REGRESSION, IMPROVEMENT = "regression", "improvement"
+A_B_VERDICTS = ("slower", "faster", "inconclusive", "same")
+ERROR_STATUSES = ("failed", "error")
+STATUS_ORDER = ("regression", "error", "improvement", "skipped", "new", "ok")
+
+
+# --------------------------------------------------------------------------------------------- settings
+
+
+def default_min_effect(project_root: str | Path | None = None) -> float:
+    """`defaults.min_effect` of configs/gates.yaml when it is readable, else 0.05."""
+    root = Path(project_root) if project_root else Path(__file__).resolve().parents[2]
+    path = root / "configs" / "gates.yaml"
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text()) or {}
+        value = float((data.get("defaults") or {}).get("min_effect", DEFAULT_MIN_EFFECT))
+    except Exception:  # unreadable or invalid: the gate command reports it, the report falls back
+        return DEFAULT_MIN_EFFECT
+    return value if value >= 0 else DEFAULT_MIN_EFFECT
+
+
+# ------------------------------------------------------------------------------------------ A/B of a run
+
+
+@dataclass
+class Row:
+    """One result of a run and what it is compared with."""
+
+    case_id: str
+    name: str
+    place: str
+    mode: str
+    config_hash: str
+    verdict: str
+    """slower, faster, same, inconclusive (A/B); new (no baseline); failed, error, skipped (no number)."""
+    unit: str = "s"
+    new_median: float | None = None
+    baseline_median: float | None = None
+    baseline_run_id: int | None = None
+    baseline_commit: str | None = None
+    ratio: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    q_value: float = math.nan
+    confidence: float = 1 - DEFAULT_ALPHA
+    min_effect: float = DEFAULT_MIN_EFFECT
+    reason: str = ""
+    message: str | None = None
+    history: str | None = None
+    """The online detector's verdict on the newest run (regression/improvement), if it fired."""
+    history_magnitude: float = math.nan
+    history_change_run_id: int | None = None
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict == "slower"
+
+    @property
+    def improved(self) -> bool:
+        return self.verdict == "faster"
+
+    @property
+    def label(self) -> str:
+        return f"{self.case_id} [{self.place}, {self.mode}]"
+
+
+@dataclass
+class _Base:
+    """The baseline of one series for an A/B: samples, and the medians of its history."""
+
+    samples: np.ndarray
+    median: float | None
+    run_id: int | None
+    commit: str | None
+    history: list[float] = field(default_factory=list)
+    history_runs: list[int] = field(default_factory=list)
+
+
+def _key(result: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (result["case_id"], result["config_hash"], result["place"], result["mode"])
+
+
+def _finite(values: Sequence[float] | None) -> np.ndarray:
+    x = np.asarray(values if values is not None else [], dtype=float).ravel()
+    return x[np.isfinite(x)]
+
+
+def _bases_from_history(store, run_id: int, last: int) -> dict[tuple, _Base]:
+    out = {}
+    for key, b in store.baselines(run_id, last=last).items():
+        if len(b) == 0:
+            continue
+        medians = [float(m) for m in b.medians]
+        out[key] = _Base(
+            samples=_finite(b.samples[-1]),
+            median=medians[-1],
+            run_id=b.run_ids[-1],
+            commit=b.git_commits[-1],
+            history=medians,
+            history_runs=list(b.run_ids),
+        )
+    return out
+
+
+def _bases_from_run(store, baseline_run: int) -> dict[tuple, _Base]:
+    info = store.run(baseline_run) or {}
+    out = {}
+    for r in store.results(baseline_run):
+        if r["status"] != "ok":
+            continue
+        out[_key(r)] = _Base(
+            samples=_finite(r["samples"]),
+            median=(r["stats"] or {}).get("median"),
+            run_id=baseline_run,
+            commit=info.get("git_commit"),
+        )
+    return out
+
+
+def _row_for(result: Mapping[str, Any], base: _Base | None, min_effect: float, alpha: float) -> Row:
+    stats = result.get("stats") or {}
+    row = Row(
+        case_id=result["case_id"],
+        name=result.get("name") or result["case_id"],
+        place=result["place"],
+        mode=result["mode"],
+        config_hash=result["config_hash"],
+        verdict=result["status"],
+        unit=result.get("unit") or "s",
+        new_median=stats.get("median"),
+        confidence=1 - alpha,
+        min_effect=min_effect,
+        message=result.get("message"),
+    )
+    if result["status"] != "ok":
+        row.reason = result.get("message") or f"the case {result['status']}"
+        return row
+    samples = _finite(result.get("samples"))
+    if base is None or base.samples.size == 0:
+        row.verdict, row.reason = "new", "no earlier ok result of this series to compare with"
+        return row
+    c = compare(base.samples, samples, min_effect=min_effect, alpha=alpha)
+    row.verdict, row.reason = c.verdict, c.reason
+    row.ratio, row.ci_low, row.ci_high, row.p_value = c.ratio, c.ci_low, c.ci_high, c.p_value
+    row.baseline_median, row.baseline_run_id, row.baseline_commit = base.median, base.run_id, base.commit
+    return row
+
+
+def _apply_fdr(rows: list[Row], alpha: float) -> None:
+    """Downgrade slower/faster verdicts whose Benjamini-Hochberg q-value exceeds alpha."""
+    tested = [r for r in rows if math.isfinite(r.p_value)]
+    if not tested:
+        return
+    q = adjust_pvalues([r.p_value for r in tested], "bh")
+    for row, qv in zip(tested, q, strict=True):
+        row.q_value = float(qv)
+        if row.verdict in ("slower", "faster") and qv > alpha:
+            row.reason += (
+                f"; not significant across the {len(tested)} comparisons (BH q={qv:.2g} > {alpha:g})"
+            )
+            row.verdict = "inconclusive"
+
+
+def _history_check(row: Row, result: Mapping[str, Any], base: _Base | None, min_effect: float) -> None:
+    """The online detector on the series' per-run medians ending with this result."""
+    if base is None or row.new_median is None or len(base.history) + 1 < MIN_RUNS_TO_TEST:
+        return
+    values = [*base.history, float(row.new_median)]
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        return
+    alert = check_latest(values, min_effect=min_effect)
+    if alert is None:
+        return
+    row.history = alert.direction
+    row.history_magnitude = alert.magnitude
+    runs = [*base.history_runs, result.get("run_id")]
+    row.history_change_run_id = runs[alert.change_index]
+
+
+def compare_run(
+    store,
+    run_id: int,
+    baseline: int | None = None,
+    *,
+    min_effect: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    history: bool = True,
+) -> list[Row]:
+    """Compare every result of `run_id` with its baseline; one Row per result, in the run's order.
+
+    `baseline` is a run id (an A/B between two runs) or None: the previous ok result of each series
+    on the same machine. `min_effect` defaults to configs/gates.yaml's. With `history`, the online
+    detector's verdict over the last 100 runs is added (only when comparing against the history).
+    Raises LookupError when the run does not exist.
+    """
+    if store.run(run_id) is None:
+        raise LookupError(f"there is no run {run_id}")
+    if baseline is not None and store.run(baseline) is None:
+        raise LookupError(f"there is no baseline run {baseline}")
+    min_effect = default_min_effect() if min_effect is None else min_effect
+    if baseline is None:
+        bases = _bases_from_history(store, run_id, HISTORY_LAST if history else 1)
+    else:
+        bases = _bases_from_run(store, baseline)
+    rows = []
+    for result in store.results(run_id):
+        base = bases.get(_key(result))
+        rows.append(_row_for(result, base, min_effect, alpha))
+        if history and baseline is None and result["status"] == "ok":
+            _history_check(rows[-1], result, base, min_effect)
+    _apply_fdr(rows, alpha)
+    return rows
+
+
+def counts(rows: Iterable[Row]) -> dict[str, int]:
+    """cases, regressions, improvements, inconclusive, same, new, errors, skipped."""
+    rows = list(rows)
+    by = {v: sum(r.verdict == v for r in rows) for v in (*A_B_VERDICTS, "new", "skipped")}
+    return {
+        "cases": len(rows),
+        "regressions": by["slower"],
+        "improvements": by["faster"],
+        "inconclusive": by["inconclusive"],
+        "same": by["same"],
+        "new": by["new"],
+        "errors": sum(r.verdict in ERROR_STATUSES for r in rows),
+        "skipped": by["skipped"],
+        "history_alerts": sum(r.history == REGRESSION for r in rows),
+    }
+
+
+def gate_passed(rows: Iterable[Row]) -> bool:
+    """The gate: a run passes when no case is slower than its baseline."""
+    return not any(r.regressed for r in rows)
+
+
+# --------------------------------------------------------------------------------------- series history
+
+
+@dataclass
+class SeriesData:
+    """The history of one series: the ok results as arrays (oldest first), the others listed."""
+
+    case_id: str
+    name: str
+    config_hash: str
+    place: str
+    mode: str
+    machine: str
+    series_id: int
+    unit: str = "s"
+    run_ids: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # run start, epoch seconds
+    commits: list[str | None] = field(default_factory=list)
+    medians: np.ndarray = field(default_factory=lambda: np.empty(0))
+    ci_low: np.ndarray = field(default_factory=lambda: np.empty(0))
+    ci_high: np.ndarray = field(default_factory=lambda: np.empty(0))
+    rounds: list[int] = field(default_factory=list)
+    samples: list[np.ndarray] | None = None
+    throughput: np.ndarray = field(default_factory=lambda: np.empty(0))
+    throughput_unit: str | None = None
+    others: list[dict[str, Any]] = field(default_factory=list)
+    """Results without a number: run_id, time, commit, status, message."""
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.case_id, self.config_hash, self.place, self.mode, self.machine)
+
+    def __len__(self) -> int:
+        return len(self.run_ids)
+
+    @property
+    def latest_status(self) -> str:
+        """Status of the newest result of the series, ok or not."""
+        last_ok = self.times[-1] if self.times else -math.inf
+        late = [o for o in self.others if o["time"] > last_ok]
+        return late[-1]["status"] if late else ("ok" if self.times else "none")
+
+
+@dataclass
+class SeriesAnalysis:
+    """Change points and online alerts of a series, and the status they add up to."""
+
+    change_points: list[ChangePoint]
+    alerts: list[Alert]
+    status: str
+    change_vs_previous: float = math.nan
+    alert: Alert | None = None
+    """The alert that set the status (recent, not reverted)."""
+
+
+def _ts(value: Any) -> float:
+    return value.timestamp() if hasattr(value, "timestamp") else float(value)
+
+
+def _series_from_rows(rows: list[Mapping[str, Any]]) -> SeriesData:
+    first = rows[0]
+    ok = [r for r in rows if r["status"] == "ok" and r["median"] is not None]
+    s = SeriesData(
+        case_id=first["case_id"],
+        name=first.get("name") or first["case_id"],
+        config_hash=first["config_hash"],
+        place=first["place"],
+        mode=first["mode"],
+        machine=first.get("machine") or "",
+        series_id=first.get("series_id") or 0,
+        unit=(ok[-1]["unit"] if ok else first.get("unit")) or "s",
+        run_ids=[r["run_id"] for r in ok],
+        times=[_ts(r["started_at"]) for r in ok],
+        commits=[r.get("git_commit") for r in ok],
+        medians=np.array([r["median"] for r in ok], dtype=float),
+        ci_low=np.array([np.nan if r.get("ci_low") is None else r["ci_low"] for r in ok], dtype=float),
+        ci_high=np.array([np.nan if r.get("ci_high") is None else r["ci_high"] for r in ok], dtype=float),
+        rounds=[int(r.get("rounds") or 0) for r in ok],
+        throughput=np.array(
+            [np.nan if r.get("throughput") is None else r["throughput"] for r in ok], dtype=float
+        ),
+        throughput_unit=next(
+            (r.get("throughput_unit") for r in reversed(ok) if r.get("throughput_unit")), None
+        ),
+    )
+    if ok and "samples" in ok[0]:
+        s.samples = [_finite(r["samples"]) for r in ok]
+    s.others = [
+        {
+            "run_id": r["run_id"],
+            "time": _ts(r["started_at"]),
+            "commit": r.get("git_commit"),
+            "status": r["status"],
+            "message": r.get("message"),
+        }
+        for r in rows
+        if r["status"] != "ok" or r["median"] is None
+    ]
+    return s
+
+
+def series_from_history(rows: Iterable[Mapping[str, Any]]) -> list[SeriesData]:
+    """Group `Store.history` rows (ordered by series, then time) into series."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        key = (r["case_id"], r["config_hash"], r["place"], r["mode"], r.get("machine"))
+        groups.setdefault(key, []).append(r)
+    return [_series_from_rows(g) for g in groups.values()]
+
+
+def load_series(
+    store,
+    patterns: Sequence[str] = ("*",),
+    place: str | None = None,
+    *,
+    last: int | None = None,
+    with_samples: bool = True,
+    run_id: int | None = None,
+) -> list[SeriesData]:
+    """Every series whose case id matches one of `patterns` (globs or substrings).
+
+    With `run_id`, only the series that have a result in that run, and only their history up to it.
+    """
+    seen: dict[tuple, SeriesData] = {}
+    for pattern in patterns or ("*",):
+        for s in series_from_history(store.history(pattern, place, last, with_samples=with_samples)):
+            seen.setdefault(s.key, s)
+    series = list(seen.values())
+    if run_id is not None:
+        series = [_upto(s, run_id) for s in series if run_id in s.run_ids or _other_in(s, run_id)]
+    return series
+
+
+def _other_in(s: SeriesData, run_id: int) -> bool:
+    return any(o["run_id"] == run_id for o in s.others)
+
+
+def _upto(s: SeriesData, run_id: int) -> SeriesData:
+    """The series cut after the result of `run_id`."""
+    if run_id in s.run_ids:
+        end = s.run_ids.index(run_id) + 1
+    else:
+        t = next(o["time"] for o in s.others if o["run_id"] == run_id)
+        end = int(np.searchsorted(np.asarray(s.times), t, side="right"))
+    cut = SeriesData(**{**s.__dict__})
+    for name in ("run_ids", "times", "commits", "medians", "ci_low", "ci_high", "rounds", "throughput"):
+        setattr(cut, name, getattr(s, name)[:end])
+    if s.samples is not None:
+        cut.samples = s.samples[:end]
+    limit = s.times[end - 1] if end else -math.inf
+    cut.others = [o for o in s.others if o["time"] <= limit or o["run_id"] == run_id]
+    return cut
+
+
+def analyse(
+    series: SeriesData, *, min_effect: float = DEFAULT_MIN_EFFECT, recent: int = RECENT_RUNS
+) -> SeriesAnalysis:
+    """Offline change points, online alerts and the status of one series."""
+    values = series.medians
+    n = values.size
+    change = float(values[-1] / values[-2] - 1) if n >= 2 and values[-2] > 0 else math.nan
+    usable = n >= 4 and bool(np.all(np.isfinite(values)))
+    samples = _floor_samples(series)
+    cps = segment(values, min_effect=min_effect, samples=samples) if usable else []
+    alerts = simulate_online(values, min_effect=min_effect, samples=samples) if usable else []
+    status, alert = _status(series, alerts, recent)
+    return SeriesAnalysis(
+        change_points=cps, alerts=alerts, status=status, change_vs_previous=change, alert=alert
+    )
+
+
+def _floor_samples(series: SeriesData, last: int = FLOOR_RUNS) -> list | None:
+    """Raw samples of the last `last` runs only (None for the others).
+
+    The analysis uses raw samples only for a floor under the between-run noise: the median of the
+    per-run standard errors. The latest runs estimate it as well as all of them, at a quarter of
+    the cost on a 365-run history.
+    """
+    n = len(series)
+    if series.samples is None or len(series.samples) != n:
+        return None
+    keep = min(n, last)
+    return [None] * (n - keep) + list(series.samples[n - keep :])
+
+
+def _status(series: SeriesData, alerts: list[Alert], recent: int) -> tuple[str, Alert | None]:
+    latest = series.latest_status
+    if latest in ERROR_STATUSES:
+        return "error", None
+    if latest == "skipped":
+        return "skipped", None
+    n = len(series)
+    live = [a for a in alerts if a.reverted_at is None and a.index >= n - recent]
+    if live:
+        return live[-1].direction, live[-1]
+    if n < MIN_RUNS_TO_TEST:
+        return "new", None
+    return "ok", None
+
+
+def analyse_one(args: tuple[SeriesData, float]) -> SeriesAnalysis:
+    """`analyse` for a process pool (one picklable argument)."""
+    series, min_effect = args
+    return analyse(series, min_effect=min_effect)

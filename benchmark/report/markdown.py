@@ -1,0 +1,233 @@
+"""`benchmark report --format md`: a run's results as Markdown for a pull request comment or a CI summary.
+
+Text people can copy and search: the counts, the gate verdict, a table of regressions and of
+improvements (case, place, mode, baseline median, new median, effect with its interval, evidence,
+baseline used), what the online history detector says, the inconclusive cases and the errors, and
+where the plots are. The decisions come from :func:`benchmark.report.compare_runs.compare_run`;
+this module only formats them (a pure function of its arguments).
+
+Everything that comes from a user (case ids, messages, commits) is escaped for GitHub-flavoured
+Markdown: case ids go in code spans, other text has ``| < > & * _ [ ] ` \\`` neutralised, so a case
+named ``<script>`` or ``a|b`` neither injects HTML nor breaks a table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from benchmark.report.compare_runs import ERROR_STATUSES, Row, counts, gate_passed
+
+MAX_TABLE_ROWS = 100
+INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+
+
+# -------------------------------------------------------------------------------------------- escaping
+
+
+def text(value: Any) -> str:
+    """Plain Markdown text: one line, HTML and emphasis characters neutralised, pipes escaped."""
+    s = " ".join(str("" if value is None else value).split())
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return INLINE_SPECIAL.sub(r"\\\1", s)
+
+
+def code(value: Any) -> str:
+    """A code span that survives backticks and pipes inside a GFM table cell."""
+    s = " ".join(str("" if value is None else value).split()).replace("|", "\\|")
+    if not s:
+        return ""
+    fence = "`"
+    while fence in s:
+        fence += "`"
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+# ------------------------------------------------------------------------------------------- formats
+
+
+def fmt_time(seconds: float | None, unit: str = "s") -> str:
+    """ASCII durations (ns, us, ms, s) with 4 significant digits, so the text is easy to search."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if unit not in ("s", "sec", "seconds"):
+        return f"{seconds:.4g} {unit}"
+    for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if abs(seconds) >= scale * 0.9995:
+            return f"{seconds / scale:.4g} {name}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+def pct(ratio: float) -> str:
+    return "-" if not math.isfinite(ratio) else f"{(ratio - 1) * 100:+.1f}%"
+
+
+def effect(row: Row) -> str:
+    if not math.isfinite(row.ci_low):
+        return pct(row.ratio)
+    return f"{pct(row.ratio)} ({pct(row.ci_low)} .. {pct(row.ci_high)})"
+
+
+def evidence(row: Row) -> str:
+    parts = []
+    if math.isfinite(row.p_value):
+        parts.append(f"p={row.p_value:.2g}")
+    if math.isfinite(row.q_value):
+        parts.append(f"q={row.q_value:.2g}")
+    return ", ".join(parts) or "-"
+
+
+def baseline_used(row: Row) -> str:
+    if row.baseline_run_id is None:
+        return "-"
+    commit = f" {code(row.baseline_commit[:10])}" if row.baseline_commit else ""
+    return f"run {row.baseline_run_id}{commit}"
+
+
+def _when(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return text(value) if value else "-"
+
+
+# ---------------------------------------------------------------------------------------------- parts
+
+
+def _table(header: Sequence[str], align: str, lines: list[list[str]], limit: int = MAX_TABLE_ROWS) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(cells) + " |" for cells in lines[:limit]]
+    if len(lines) > limit:
+        out.append(f"\n_... and {len(lines) - limit} more (see the HTML report)._")
+    return "\n".join(out)
+
+
+def _change_table(rows: list[Row]) -> str:
+    if not rows:
+        return "_None._"
+    ordered = sorted(rows, key=lambda r: -abs(math.log(r.ratio)) if r.ratio > 0 else 0)
+    lines = [
+        [code(r.case_id), text(r.place), text(r.mode), fmt_time(r.baseline_median, r.unit), fmt_time(r.new_median, r.unit),
+         effect(r), evidence(r), baseline_used(r)]
+        for r in ordered
+    ]  # fmt: skip
+    header = [
+        "case",
+        "place",
+        "mode",
+        "baseline median",
+        "new median",
+        f"effect ({_conf(rows)} CI)",
+        "evidence",
+        "baseline",
+    ]
+    return _table(header, ("---", "---", "---", "---:", "---:", "---", "---", "---"), lines)
+
+
+def _conf(rows: list[Row]) -> str:
+    return f"{rows[0].confidence:.0%}" if rows else "99%"
+
+
+def _history_table(rows: list[Row]) -> str:
+    flagged = [r for r in rows if r.history]
+    if not flagged:
+        return "_No series raised an alert on its history at this run._"
+    lines = [
+        [code(r.case_id), text(r.place), text(r.mode), text(r.history), pct(1 + r.history_magnitude),
+         f"run {r.history_change_run_id}" if r.history_change_run_id is not None else "-", text(r.verdict)]
+        for r in flagged
+    ]  # fmt: skip
+    header = ["case", "place", "mode", "direction", "level change", "new level since", "A/B verdict"]
+    return _table(header, ("---", "---", "---", "---", "---:", "---", "---"), lines)
+
+
+def _inconclusive(rows: list[Row]) -> str:
+    items = [r for r in rows if r.verdict == "inconclusive"]
+    if not items:
+        return ""
+    lines = [[code(r.case_id), text(r.place), text(r.mode), effect(r), text(r.reason)] for r in items]
+    table = _table(["case", "place", "mode", "effect", "why"], ("---", "---", "---", "---", "---"), lines)
+    return f"\n<details><summary>Inconclusive ({len(items)})</summary>\n\n{table}\n\n</details>\n"
+
+
+def _problems(rows: list[Row]) -> str:
+    items = [r for r in rows if r.verdict in (*ERROR_STATUSES, "skipped")]
+    if not items:
+        return ""
+    lines = [
+        [code(r.case_id), text(r.place), text(r.mode), text(r.verdict), text(r.message or r.reason)]
+        for r in items
+    ]
+    table = _table(["case", "place", "mode", "status", "message"], ("---", "---", "---", "---", "---"), lines)
+    return f"\n### Errors and skips ({len(items)})\n\n{table}\n"
+
+
+def _counts_table(rows: list[Row]) -> str:
+    c = counts(rows)
+    keys = ("cases", "regressions", "improvements", "inconclusive", "same", "new", "errors", "skipped")
+    return _table(list(keys), ("---:",) * len(keys), [[str(c[k]) for k in keys]])
+
+
+def _gate_line(rows: list[Row]) -> str:
+    c = counts(rows)
+    tested = sum(1 for r in rows if math.isfinite(r.p_value))
+    min_effect = rows[0].min_effect if rows else 0.0
+    verdict = "PASS" if gate_passed(rows) else "FAIL"
+    why = f"{c['regressions']} regression(s)" if verdict == "FAIL" else "no regression"
+    extra = f", {c['errors']} error(s)" if c["errors"] else ""
+    return (
+        f"**Gate: {verdict}** ({why}{extra}; minimum effect {min_effect:.0%}, {_conf(rows)} bootstrap intervals, "
+        f"Benjamini-Hochberg FDR over {tested} comparisons)"
+    )
+
+
+def _header(run: dict[str, Any], baseline_run: dict[str, Any] | None, db: str | None) -> str:
+    commit = run.get("git_commit")
+    branch = f" ({text(run['git_branch'])})" if run.get("git_branch") else ""
+    parts = [
+        f"Run **{run['id']}**",
+        f"commit {code(commit[:10]) if commit else '-'}{branch}",
+        _when(run.get("started_at")),
+    ]
+    if run.get("machine"):
+        parts.append(f"machine {code(str(run['machine'])[:12])}")
+    if db:
+        parts.append(f"history {code(db)}")
+    if baseline_run is None:
+        base = "Baseline: the previous ok result of each series on the same machine (same case, config, place, mode)."
+    else:
+        bc = baseline_run.get("git_commit")
+        base = f"Baseline: run **{baseline_run['id']}**, commit {code(bc[:10]) if bc else '-'}, {_when(baseline_run.get('started_at'))}."
+    return f"## Benchmark report: run {run['id']}\n\n" + " · ".join(parts) + f"\n\n{base}"
+
+
+def render(
+    run: dict[str, Any],
+    rows: list[Row],
+    *,
+    baseline_run: dict[str, Any] | None = None,
+    plots: str | None = None,
+    db: str | None = None,
+) -> str:
+    """The Markdown report of one run. `plots` says where the plots are (a path, a URL or a hint)."""
+    regressions = [r for r in rows if r.regressed]
+    improvements = [r for r in rows if r.improved]
+    sections = [
+        _header(run, baseline_run, db),
+        _gate_line(rows),
+        _counts_table(rows),
+        f"### Regressions ({len(regressions)})\n\n{_change_table(regressions)}",
+        f"### Improvements ({len(improvements)})\n\n{_change_table(improvements)}",
+    ]
+    if baseline_run is None:
+        sections.append(f"### History (online detector over the last 100 runs)\n\n{_history_table(rows)}")
+    tail = _inconclusive(rows) + _problems(rows)
+    if tail:
+        sections.append(tail.strip("\n"))
+    sections.append(
+        f"### Plots\n\n{plots or 'Not rendered: `benchmark plot --run ' + str(run['id']) + ' --out DIR`.'}"
+    )
+    return "\n\n".join(sections) + "\n"
