@@ -1,0 +1,783 @@
+"""Regression detection over the history of one series: one value per run, oldest first.
+
+Repeats inside one run understate the drift between runs (the machine, the clocks, the allocator
+state all change between runs, not between rounds), so the history gate works on the per-run values
+and estimates the between-run noise from the history itself. Raw samples, when given, only set a
+floor under that noise.
+
+Values are analysed as logarithms, so a change is relative (``magnitude`` 0.07 = +7%) and a noise
+level is a coefficient of variation. Series with zero or negative values are analysed on a linear
+scale relative to their median.
+
+Online gate (:func:`check_latest`, :func:`simulate_online`)
+-----------------------------------------------------------
+At each run ``t``, for every window of the newest ``k`` runs (``k = 2..max_k``, plus the longer
+``long_windows`` for slow ramps), the gate asks whether those runs sit above (or below) the
+*baseline*:
+
+* **Robust baseline.** The 20%-trimmed mean of the runs of the current level before the window (at
+  most ``window`` of them); the current level starts at the last accepted change point. The noise
+  scale is Tukey's biweight midvariance (Mosteller & Tukey 1977: as robust as the MAD, about 85%
+  efficient) of the residuals of the last ``scale_window`` runs from their own level, so a new level
+  borrows the noise estimate of the previous one instead of waiting for runs. No window is tested
+  before ``min_noise_runs`` residuals exist.
+* **Autocorrelation.** Between-run noise is often AR(1)-like (a machine state that lasts a few
+  nights). The lag-1 autocorrelation ``rho`` of the residuals (winsorised, bias-corrected, and shrunk
+  towards 0.3 with the weight of 10 runs so that a short history is not taken for white noise)
+  inflates the variance of a k-run mean to ``v_k(rho) = (1/k^2) sum_{i,j} rho^|i-j|`` and that of the
+  baseline likewise: the usual effective-sample-size correction (e.g. Wilks, *Statistical Methods in
+  the Atmospheric Sciences*, sec. 5.2.4; Zhang 2006 for performance data).
+* **A threshold per window.** Every window is tested at the same two-sided level, ``alpha`` split
+  over the windows and the drift test (Bonferroni), against a Student t with the scale's effective
+  degrees of freedom. In noise units the threshold is ``T_k = h * sqrt(v_k + var(baseline))``, so
+  one run needs far stronger evidence than several: with the defaults and a long white-noise
+  history about 2.8 sigma for a two-run window, 1.4 for ten, 1.05 for twenty. This is Perfherder's
+  and Bencher's t-test against the recent history, run over several window lengths at once in the
+  spirit of multi-window CUSUM / generalised likelihood-ratio schemes (Lai 1995).
+* **Persistence.** A single run never alerts: the shortest window is two runs. Inside a window each
+  run's deviation is clipped (Huber) at ``max(clip * T_k, clip_sigma)`` noise units, so one wild run
+  carries only its share of the evidence -- a spike and a normal run do not add up to a step -- and
+  the newest run must itself deviate by ``persist * T_k`` in the same direction.
+* **Minimum effect.** The median of the window must differ from the baseline by ``min_effect``.
+* **Transient levels.** If within ``revert_window`` runs after an alert the two newest runs and the
+  median of the runs since the alert are back within half the alert's threshold of the old level,
+  the alerted runs are treated as outliers (they count as the baseline inside later windows), the
+  old baseline stays, and the return raises nothing. The alert keeps ``reverted_at``.
+* **Slow drift.** A staircase of sub-threshold steps or a slow ramp drags a moving baseline along.
+  The windows of 15 and 20 runs catch most ramps; in addition, once the current level is longer than
+  the baseline window, the newest ``max_k`` runs are tested against an *anchor*, the median of the
+  level's first ``drift_anchor`` runs.
+
+An alert places the change at the split of the tested stretch where the new side's mean differs
+most significantly from the old side's median (least-squares change-point estimation, Hinkley
+1970), and the new level becomes the baseline -- as it would once a person accepts or fixes the
+change. :func:`simulate_online` replays exactly this, run by run, using only the runs up to each
+one; :func:`check_latest` is that replay's verdict on the newest run.
+
+Offline segmentation (:func:`segment`)
+--------------------------------------
+Binary segmentation that places each split where the E-Divisive energy statistic (Matteson & James
+2014, with exponent 1) is largest -- the split Apache Otava/Hunter and MongoDB use -- and keeps it if
+the medians of the two sides differ significantly (a z-test whose variance accounts for the noise
+scale, the median's efficiency and autocorrelation, Bonferroni-corrected over the candidate splits)
+and by at least ``min_effect``. Segments shorter than ``min_size`` runs are not levels, so a one-run
+spike is never a change point. As in Otava, a final pass re-tests each change point against its
+neighbours and drops the weakest insignificant one until all hold.
+
+Evidence for many series at once
+--------------------------------
+:func:`latest_pvalue` gives the Bonferroni-combined one-sided p-value of the strongest window at the
+newest run, for false-discovery-rate control across a suite (:mod:`benchmark.analysis.fdr`). Each
+offline :class:`ChangePoint` carries its p-value too.
+
+Everything here is a pure function of numbers; ``python -m benchmark.analysis.evaluate`` measures
+it against the published anchors on synthetic series (see docs/detection.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy import stats as sps
+
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+
+
+@dataclass(frozen=True)
+class Params:
+    """Tuning of the online gate; the defaults are the evaluated configuration."""
+
+    alpha: float = 2e-3
+    """Two-sided false-alarm budget per run and direction pair, split over the windows."""
+    max_k: int = 10
+    """Windows of the newest k = 2..max_k runs are tested."""
+    long_windows: tuple[int, ...] = (15, 20)
+    """Longer windows tested as well (slow ramps)."""
+    window: int = 60
+    """At most this many runs of the current level form the baseline."""
+    trim: float = 0.2
+    """The baseline level is the mean of those runs trimmed by this share at each end."""
+    scale_window: int = 120
+    """Runs whose residuals estimate the noise scale and autocorrelation."""
+    min_history: int = 8
+    """No test before this many runs of the series."""
+    min_noise_runs: int = 10
+    """Residuals of at least this many runs must estimate the noise before a window is tested."""
+    min_baseline: int = 3
+    """Runs of the current level needed before a window is tested against it."""
+    clip: float = 1.25
+    """Each run's deviation is clipped (Huber) at ``max(clip * T_k, clip_sigma)`` noise units."""
+    clip_sigma: float = 3.5
+    """...but never below this many noise units (a normal run is never clipped)."""
+    persist: float = 0.5
+    """The newest run must deviate by this share of the threshold, in the same direction."""
+    revert_window: int = 5
+    """Runs after an alert during which a return to the old level cancels it."""
+    drift_anchor: int = 10
+    """Runs at the start of a level that anchor the slow-drift test."""
+    max_rho: float = 0.85
+    """Cap on the estimated lag-1 autocorrelation."""
+    rho_prior: float = 0.3
+    rho_prior_runs: float = 10.0
+    """The autocorrelation estimate is shrunk towards ``rho_prior`` with this weight in runs, so a
+    short history is treated as moderately autocorrelated until it shows otherwise."""
+
+
+DEFAULT_PARAMS = Params()
+
+
+@dataclass(frozen=True)
+class Alert:
+    """What the online gate raises at run ``index`` (0-based, oldest first)."""
+
+    index: int
+    change_index: int
+    direction: str
+    magnitude: float
+    kind: str = "step"
+    """``step`` (window against the moving baseline) or ``drift`` (against the level's anchor)."""
+    runs: int = 0
+    """Length of the window that fired."""
+    z: float = math.nan
+    """The window's statistic: its clipped mean deviation over that mean's standard error."""
+    threshold: float = math.nan
+    """The value ``|z|`` had to reach (a Student t quantile)."""
+    p_value: float = math.nan
+    """Two-sided p-value of ``z``, Bonferroni-corrected over the windows."""
+    baseline: float = math.nan
+    """Level before the change, in the series' units."""
+    level: float = math.nan
+    """Level after the change (median of the runs since ``change_index``)."""
+    reverted_at: int | None = None
+    """Set by :func:`simulate_online` when the level came back within ``revert_window`` runs."""
+
+    def to_dict(self) -> dict:
+        return {
+            "index": self.index,
+            "change_index": self.change_index,
+            "direction": self.direction,
+            "magnitude": self.magnitude,
+        }
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A change of level found offline: ``index`` is the first run of the new level."""
+
+    index: int
+    direction: str
+    magnitude: float
+    p_value: float = math.nan
+    before: float = math.nan
+    after: float = math.nan
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "direction": self.direction, "magnitude": self.magnitude}
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Series:
+    y: np.ndarray  # transformed values
+    log: bool  # log scale (else linear, divided by `unit`)
+    unit: float
+    floor: float  # noise floor from the raw samples, in transformed units
+
+    def level(self, v: float) -> float:
+        return float(math.exp(v)) if self.log else float(v * self.unit)
+
+    def rel(self, new: float, old: float) -> float:
+        if self.log:
+            return float(math.expm1(new - old))
+        return float((new - old) / abs(old)) if old != 0 else math.nan
+
+    def effect_ok(self, new: np.ndarray, old: np.ndarray, min_effect: float) -> np.ndarray:
+        """|relative change| >= min_effect, symmetric on the log scale."""
+        if self.log:
+            return np.abs(new - old) >= math.log1p(min_effect)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(new - old) >= min_effect * np.abs(old)
+
+
+def _prepare(values: Sequence[float], samples: Sequence[Sequence[float] | None] | None) -> _Series:
+    v = np.asarray(values, dtype=float).ravel()
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite numbers")
+    if v.size and np.all(v > 0):
+        y, log, unit = np.log(v), True, 1.0
+    else:
+        unit = float(np.median(np.abs(v))) if v.size else 1.0
+        unit = unit or 1.0
+        y, log = v / unit, False
+    floor = 0.0
+    if samples is not None:
+        if len(samples) != v.size:
+            raise ValueError("samples must have one entry per value")
+        ses = []
+        for i, s in enumerate(samples):
+            s = np.asarray(s if s is not None else [], dtype=float)
+            s = s[np.isfinite(s)]
+            if s.size >= 3:
+                med = float(np.median(s))
+                mad = 1.4826 * float(np.median(np.abs(s - med)))
+                se = 1.2533 * mad / math.sqrt(s.size)  # standard error of a median
+                scale = abs(med) if log else unit
+                if scale > 0 and (not log or med > 0):
+                    ses.append(se / scale)
+            del i
+        if ses:
+            floor = float(np.median(ses))
+    return _Series(y=y, log=log, unit=unit, floor=floor)
+
+
+def _windows(x: np.ndarray, width: int) -> np.ndarray:
+    """Row e holds x[e-width+1 .. e], NaN-padded before the start."""
+    pad = np.concatenate([np.full(width - 1, np.nan), x])
+    return np.lib.stride_tricks.sliding_window_view(pad, width)
+
+
+def _nanmedian_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row medians ignoring NaN (fast: one sort), and the row counts."""
+    n = np.sum(~np.isnan(a), axis=1)
+    s = np.sort(a, axis=1)  # NaN sort last
+    lo = np.maximum((n - 1) // 2, 0)
+    hi = np.maximum(n // 2, 0)
+    rows = np.arange(a.shape[0])
+    med = 0.5 * (s[rows, lo] + s[rows, hi])
+    med[n == 0] = np.nan
+    return med, n
+
+
+def _trimmed_mean_rows(a: np.ndarray, trim: float) -> tuple[np.ndarray, np.ndarray]:
+    """Row means after dropping the ``trim`` share of values at each end, ignoring NaN."""
+    n = np.sum(~np.isnan(a), axis=1)
+    s = np.sort(a, axis=1)  # NaN sort last
+    g = np.floor(trim * n).astype(int)
+    keep = n - 2 * g
+    cols = np.arange(a.shape[1])[None, :]
+    inside = (cols >= g[:, None]) & (cols < (g + keep)[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(inside, s, 0.0).sum(axis=1) / keep
+    mean[n == 0] = np.nan
+    return mean, n
+
+
+def _biweight_scale_rows(r: np.ndarray) -> np.ndarray:
+    """Biweight midvariance scale of each row of residuals (centre 0), ignoring NaN."""
+    mad, n = _nanmedian_rows(np.abs(r))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = r / (9.0 * mad[:, None])
+        ok = ~np.isnan(u) & (np.abs(u) < 1.0)
+        u2 = np.where(ok, u * u, 0.0)
+        rr = np.where(ok, r, 0.0)
+        num = np.sum(rr * rr * (1 - u2) ** 4, axis=1)
+        den = np.sum(np.where(ok, (1 - u2) * (1 - 5 * u2), 0.0), axis=1)
+        s = np.sqrt(n * num) / np.abs(den)
+        sd = np.sqrt(np.nansum(r * r, axis=1) / np.maximum(n, 1))
+    bad = ~np.isfinite(s) | (s <= 0)
+    s[bad] = sd[bad]  # degenerate MAD (e.g. quantised values): fall back to the RMS
+    return s
+
+
+def _lag1_rows(
+    r: np.ndarray, s: np.ndarray, max_rho: float, prior: float = 0.0, prior_n: float = 0.0
+) -> np.ndarray:
+    """Lag-1 autocorrelation of each row, winsorised at 2.5 sigma, bias-corrected, and shrunk
+    towards ``prior`` with the weight of ``prior_n`` pairs."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.clip(r / s[:, None], -2.5, 2.5)
+        prod = z[:, 1:] * z[:, :-1]
+        npair = np.sum(~np.isnan(prod), axis=1)
+        num = np.nansum(prod, axis=1) / np.maximum(npair, 1)
+        nz = np.sum(~np.isnan(z), axis=1)
+        den = np.nansum(z * z, axis=1) / np.maximum(nz, 1)
+        rho = num / den
+        rho = rho + (1 + 4 * np.clip(rho, 0, 1)) / np.maximum(npair, 1)  # Kendall's bias correction
+    rho[~np.isfinite(rho) | (npair < 4)] = 0.0
+    npair = np.where(npair < 4, 0, npair)
+    rho = (npair * np.clip(rho, 0.0, max_rho) + prior_n * prior) / np.maximum(npair + prior_n, 1e-9)
+    return np.clip(rho, 0.0, max_rho)
+
+
+def _mean_var(k: int | np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """Variance of the mean of k consecutive AR(1) values of unit variance."""
+    k = np.asarray(k, dtype=float)
+    rho = np.asarray(rho, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (1 + rho) / (1 - rho) - 2 * rho * (1 - rho**k) / (k * (1 - rho) ** 2)
+    f = np.where(rho < 1e-9, 1.0, f)
+    return f / k
+
+
+def _median_var(n: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """Variance of the median of n AR(1) values of unit variance: pi/(2n+1) (a close fit to the
+    exact small-sample values 0.449, 0.287, 0.138 for n = 3, 5, 10) times the mean's inflation."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return math.pi / (2 * n + 1) * n * _mean_var(n, rho)
+
+
+def _trimmed_var(n: np.ndarray, rho: np.ndarray, trim: float) -> np.ndarray:
+    """Variance of a trimmed mean of n AR(1) values of unit variance: the mean's divided by the
+    trimmed mean's efficiency at the normal (measured: 0.95 at 10% trimming, 0.88 at 20%, 0.64 for
+    the median)."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    eff = float(np.interp(trim, [0.0, 0.1, 0.2, 0.25, 0.5], [1.0, 0.95, 0.88, 0.84, 0.64]))
+    return _mean_var(n, rho) / eff
+
+
+def _direction(up: bool, higher_is_better: bool) -> str:
+    return IMPROVEMENT if up == higher_is_better else REGRESSION
+
+
+# --------------------------------------------------------------------------------------------
+# online gate
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    start: int  # first run of the current level
+    excluded: np.ndarray  # runs treated as outliers (reverted transients)
+    prior: np.ndarray  # residuals of runs of closed levels (NaN elsewhere)
+    anchor: float = math.nan  # drift anchor of the current level
+    alerts: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    t: int
+    k: int
+    up: bool
+    kind: str
+    score: float
+    z: float
+    threshold: float
+    p_value: float
+    base: float
+    margin: float  # half the window's threshold, in transformed units
+
+
+def _window_lengths(p: Params) -> list[int]:
+    return sorted(set(range(2, p.max_k + 1)) | set(p.long_windows))
+
+
+def _tests_at(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str):
+    """Evaluate every window test for the runs t in [t_lo, t_hi] under the level state ``st``.
+
+    ``want="first"`` returns the first run where a test fires (a _Hit, the strongest test at that
+    run) or None; ``want="last"`` returns the one-sided p-values (up, down) of the strongest window
+    at run t_hi, Bonferroni-combined.
+    """
+    y = ser.y
+    ks = _window_lengths(p)
+    K = ks[-1]
+    t_lo = max(t_lo, p.min_history - 1, 2)
+    if t_hi < t_lo:
+        return None
+    e_lo, e_hi = t_lo - K, t_hi - 2  # ends of the baselines needed
+    e_lo = max(e_lo, 0)
+    rows = slice(e_lo, e_hi + 1)
+    e_idx = np.arange(e_lo, e_hi + 1)
+
+    # Baseline: median of the (at most `window`) runs of the current level ending at e.
+    yb = y.copy()
+    yb[: st.start] = np.nan
+    yb[st.excluded] = np.nan
+    m, nb = _trimmed_mean_rows(_windows(yb, p.window)[rows], p.trim)
+    # Noise scale and autocorrelation: residuals of the last `scale_window` runs from their level.
+    prior = st.prior.copy()
+    prior[st.start :] = np.nan
+    Yw = _windows(yb, p.scale_window)[rows]
+    R = np.where(np.isnan(Yw), _windows(prior, p.scale_window)[rows], Yw - m[:, None])
+    s = np.maximum(_biweight_scale_rows(R), max(ser.floor, 1e-12))
+    rho = _lag1_rows(R, s, p.max_rho, p.rho_prior, p.rho_prior_runs)
+    ns = np.sum(~np.isnan(R), axis=1)
+    # Degrees of freedom of the scale: biweight efficiency ~0.85, and an AR(1) series carries
+    # (1 - rho^2) / (1 + rho^2) of the information about a variance of an independent one.
+    df = np.maximum(2.0, 0.85 * ns * (1 - rho**2) / (1 + rho**2) - 1)
+    n_tests = len(ks) + 1  # the windows, plus the drift test
+    h = sps.t.isf(p.alpha / (2 * n_tests), df)
+    # The drift test applies once the level's anchor runs have left the baseline window.
+    anchor_ok = np.isfinite(st.anchor) & (e_idx - p.window + 1 > st.start + p.drift_anchor)
+    var_base = _trimmed_var(nb, rho, p.trim)
+    var_anchor = _median_var(np.full(e_idx.size, p.drift_anchor), rho)
+    # Runs recognised as transients count as neutral (at the baseline) inside later windows.
+    yt = np.where(st.excluded, np.nan, y)
+    last_k = np.lib.stride_tricks.sliding_window_view(np.concatenate([np.full(K - 1, np.nan), yt]), K)
+
+    best: _Hit | None = None
+    p_up: list[float] = []
+    p_dn: list[float] = []
+    for kind, k in [("step", k) for k in ks] + [("drift", p.max_k)]:
+        t = e_idx + k
+        valid = (t >= t_lo) & (t <= t_hi)
+        valid &= ns >= p.min_noise_runs
+        if kind == "step":
+            valid &= nb >= p.min_baseline
+        else:
+            valid &= anchor_ok
+        if best is not None:
+            valid &= t <= best.t
+        if not np.any(valid):
+            continue
+        ev = np.flatnonzero(valid)
+        tv = t[ev]
+        base = m[ev] if kind == "step" else np.full(ev.size, st.anchor)
+        sd_z = np.sqrt(_mean_var(k, rho[ev]) + (var_base[ev] if kind == "step" else var_anchor[ev]))
+        thr = h[ev] * sd_z  # threshold for the window mean, in noise units
+        blocks = last_k[tv, K - k :]
+        blocks = np.where(np.isnan(blocks), base[:, None], blocks)
+        dev = (blocks - base[:, None]) / s[ev, None]
+        cap = np.maximum(p.clip * thr, p.clip_sigma)[:, None]
+        mdev = np.mean(np.clip(dev, -cap, cap), axis=1)
+        if want == "last":
+            z = mdev / sd_z
+            p_up.extend(sps.t.sf(z, df[ev]))
+            p_dn.extend(sps.t.sf(-z, df[ev]))
+            continue
+        last = dev[:, -1]
+        med_block = np.median(blocks, axis=1)
+        big = ser.effect_ok(med_block, base, min_effect)
+        up = (mdev >= thr) & (last >= p.persist * thr) & big & (med_block > base)
+        dn = (-mdev >= thr) & (-last >= p.persist * thr) & big & (med_block < base)
+        fired = np.flatnonzero(up | dn)
+        if fired.size == 0:
+            continue
+        i = fired[0]
+        score = abs(mdev[i]) / thr[i]
+        if best is None or tv[i] < best.t or score > best.score:
+            z = float(mdev[i] / sd_z[i])
+            best = _Hit(
+                t=int(tv[i]),
+                k=k,
+                up=bool(up[i]),
+                kind=kind,
+                score=float(score),
+                z=z,
+                threshold=float(h[ev][i]),
+                p_value=min(1.0, 2 * n_tests * float(sps.t.sf(abs(z), df[ev][i]))),
+                base=float(base[i]),
+                margin=float(0.5 * thr[i] * s[ev][i]),
+            )
+    if want == "last":
+        if not p_up:
+            return None
+        return (min(1.0, n_tests * min(p_up)), min(1.0, n_tests * min(p_dn)))
+    return best
+
+
+def _place_change(y: np.ndarray, st: _State, p: Params, hit: _Hit) -> int:
+    """First run of the new level: the split of the tested stretch where the mean of the new side
+    differs most significantly from the median of the old (difference over its standard error,
+    as in least-squares change-point estimation, Hinkley 1970)."""
+    t = hit.t
+    K = _window_lengths(p)[-1]
+    lo_c = st.start + p.drift_anchor if hit.kind == "drift" else t - K + 1
+    lo_c = max(lo_c, st.start + 1)
+    keep = ~st.excluded
+    best_c, best_z = t, -math.inf
+    for c in range(lo_c, t + 1):
+        left_idx = np.arange(max(st.start, c - p.window), c)
+        left = y[left_idx[keep[left_idx]]]
+        right = y[c : t + 1]
+        if left.size == 0:
+            continue
+        var = math.pi / (2 * left.size + 1) + 1.0 / right.size
+        z = abs(float(np.mean(right) - np.median(left))) / math.sqrt(var)
+        if z > best_z:
+            best_c, best_z = c, z
+    return best_c
+
+
+def _close_level(y: np.ndarray, st: _State, end: int, prior: np.ndarray) -> None:
+    """Store in ``prior`` the residuals of the level [st.start, end) that a new level closes."""
+    idx = np.arange(st.start, end)
+    idx = idx[~st.excluded[idx]]
+    if idx.size >= 2:
+        prior[idx] = y[idx] - np.median(y[idx])
+
+
+def _anchor(y: np.ndarray, st: _State, p: Params) -> float:
+    """Median of the first ``drift_anchor`` runs of the current level (NaN while too short)."""
+    idx = np.arange(st.start, y.size)
+    idx = idx[~st.excluded[idx]][: p.drift_anchor]
+    return float(np.median(y[idx])) if idx.size == p.drift_anchor else math.nan
+
+
+def _replay(
+    ser: _Series, p: Params, min_effect: float, higher_is_better: bool, start: int = 0
+) -> tuple[list[Alert], _State]:
+    """Run the online gate over the whole series, one run at a time (vectorised between alerts)."""
+    y = ser.y
+    T = y.size
+    st = _State(start=start, excluded=np.zeros(T, dtype=bool), prior=np.full(T, np.nan))
+    st.anchor = _anchor(y, st, p)
+    alerts: list[Alert] = []
+    hit = _tests_at(ser, st, p, start, T - 1, min_effect, "first")
+    while hit is not None:
+        c = _place_change(y, st, p, hit)
+        level = float(np.median(y[c : hit.t + 1]))
+        alert = Alert(
+            index=hit.t,
+            change_index=c,
+            direction=_direction(hit.up, higher_is_better),
+            magnitude=ser.rel(level, hit.base),
+            kind=hit.kind,
+            runs=hit.t - c + 1,
+            z=hit.z,
+            threshold=hit.threshold,
+            p_value=hit.p_value,
+            baseline=ser.level(hit.base),
+            level=ser.level(level),
+        )
+        # Accept the new level, then see whether the series returns to the old one before the
+        # new level raises anything.
+        new = _State(start=c, excluded=st.excluded.copy(), prior=st.prior.copy())
+        _close_level(y, st, c, new.prior)
+        new.anchor = _anchor(y, new, p)
+        nxt = _tests_at(ser, new, p, hit.t + 1, T - 1, min_effect, "first")
+        horizon = min(T - 1, hit.t + p.revert_window, nxt.t if nxt is not None else T)
+        # Back at the old level: the last two runs, and the median of all runs since the alert,
+        # deviate towards the new level by less than half the threshold that fired.
+        sign = 1.0 if hit.up else -1.0
+        reverted = None
+        for t2 in range(hit.t + 2, horizon + 1):
+            after = sign * (y[hit.t + 1 : t2 + 1] - hit.base)
+            if after[-1] < hit.margin and after[-2] < hit.margin and np.median(after) < hit.margin:
+                reverted = t2
+                break
+        if reverted is None:
+            alerts.append(alert)
+            st, hit = new, nxt
+            continue
+        # A transient: its runs become outliers of the old level, which stays the baseline.
+        span = np.arange(c, reverted + 1)
+        st.excluded[span[sign * (y[span] - hit.base) >= hit.margin]] = True
+        st.anchor = _anchor(y, st, p)
+        alerts.append(replace(alert, reverted_at=reverted))
+        hit = _tests_at(ser, st, p, reverted + 1, T - 1, min_effect, "first")
+    return alerts, st
+
+
+def simulate_online(
+    values: Sequence[float],
+    *,
+    min_effect: float = 0.01,
+    higher_is_better: bool = False,
+    samples: Sequence[Sequence[float] | None] | None = None,
+    params: Params | None = None,
+    start: int = 0,
+) -> list[Alert]:
+    """The alerts the online gate would have raised had the series arrived one run at a time.
+
+    Each alert uses only the runs up to its ``index``; after it, the new level (from
+    ``change_index``) becomes the baseline. ``start`` ignores the runs before it (e.g. before a
+    known, accepted change). ``samples`` (one sequence of raw samples per run, or None) only sets a
+    floor under the between-run noise.
+    """
+    p = params or DEFAULT_PARAMS
+    ser = _prepare(values, samples)
+    return _replay(ser, p, min_effect, higher_is_better, start)[0]
+
+
+def check_latest(
+    values: Sequence[float],
+    *,
+    min_effect: float = 0.01,
+    higher_is_better: bool = False,
+    samples: Sequence[Sequence[float] | None] | None = None,
+    params: Params | None = None,
+    start: int = 0,
+) -> Alert | None:
+    """Whether the newest run raises an alert: the online replay's verdict on the last run.
+
+    Earlier alerts of the replay count as accepted (their levels are the baselines that follow),
+    so a regression that was already raised on an earlier run does not fire again.
+    """
+    alerts = simulate_online(
+        values,
+        min_effect=min_effect,
+        higher_is_better=higher_is_better,
+        samples=samples,
+        params=params,
+        start=start,
+    )
+    n = len(values)
+    for a in reversed(alerts):
+        if a.index == n - 1:
+            return a
+    return None
+
+
+def latest_pvalue(
+    values: Sequence[float],
+    *,
+    higher_is_better: bool = False,
+    samples: Sequence[Sequence[float] | None] | None = None,
+    params: Params | None = None,
+    start: int = 0,
+) -> float:
+    """One-sided p-value that the newest run regressed, for false-discovery-rate control.
+
+    The evidence of the strongest window ending at the newest run (k = 2..max_k and the longer
+    windows, plus the drift test; Bonferroni-combined), against the baseline in force before that
+    run -- the one :func:`check_latest` tests it against. Feed many cases' values to
+    :func:`benchmark.analysis.fdr.benjamini_hochberg`. Returns 1.0 when nothing can be tested yet.
+    """
+    p = params or DEFAULT_PARAMS
+    ser = _prepare(values, samples)
+    T = ser.y.size
+    if T < 2:
+        return 1.0
+    before = _Series(y=ser.y[:-1], log=ser.log, unit=ser.unit, floor=ser.floor)
+    _, st = _replay(before, p, 0.0, higher_is_better, start)
+    st.excluded = np.append(st.excluded, False)
+    st.prior = np.append(st.prior, np.nan)
+    st.anchor = _anchor(ser.y, st, p)
+    res = _tests_at(ser, st, p, T - 1, T - 1, 0.0, "last")
+    if res is None:
+        return 1.0
+    p_up, p_dn = res
+    return float(p_dn if higher_is_better else p_up)
+
+
+# --------------------------------------------------------------------------------------------
+# offline segmentation
+# --------------------------------------------------------------------------------------------
+
+
+def _energy_split(x: np.ndarray, min_size: int) -> int | None:
+    """Split maximising the E-Divisive statistic (Matteson & James 2014, alpha = 1)."""
+    n = x.size
+    if n < 2 * min_size:
+        return None
+    if n > 2000:  # O(n^2) memory: fall back to the rank CUSUM (Pettitt 1979) on long segments
+        r = sps.rankdata(x)
+        tau = np.arange(1, n)
+        u = np.abs(2 * np.cumsum(r)[:-1] - tau * (n + 1))
+        u[: min_size - 1] = -1
+        u[n - min_size :] = -1
+        return int(np.argmax(u) + 1)
+    D = np.abs(x[:, None] - x[None, :])
+    P = D.cumsum(0).cumsum(1)  # P[a-1, b-1] = sum of D[:a, :b]
+    tau = np.arange(min_size, n - min_size + 1)
+    full = P[-1, -1]
+    within_l = P[tau - 1, tau - 1] / 2.0
+    cross = P[tau - 1, -1] - P[tau - 1, tau - 1]
+    within_r = (full - 2 * P[tau - 1, -1] + P[tau - 1, tau - 1]) / 2.0
+    m1, m2 = tau.astype(float), (n - tau).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = 2 * cross / (m1 * m2)
+        e -= np.where(m1 > 1, within_l / (m1 * (m1 - 1) / 2), 0.0)
+        e -= np.where(m2 > 1, within_r / (m2 * (m2 - 1) / 2), 0.0)
+    q = m1 * m2 / n * e
+    return int(tau[np.nanargmax(q)])
+
+
+def _split_test(left: np.ndarray, right: np.ndarray, sigma: float, rho: float, n_cand: int) -> float:
+    """Bonferroni-adjusted two-sided p-value of a difference of medians."""
+    var = _median_var(left.size, rho) + _median_var(right.size, rho)
+    z = (np.median(right) - np.median(left)) / (sigma * math.sqrt(float(var)))
+    return min(1.0, max(1, n_cand) * 2 * float(sps.norm.sf(abs(z))))
+
+
+def _noise(y: np.ndarray, cps: list[int]) -> tuple[float, float]:
+    """Noise scale and lag-1 autocorrelation of the residuals from each segment's median."""
+    bounds = [0, *cps, y.size]
+    r = np.empty_like(y)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        r[a:b] = y[a:b] - np.median(y[a:b])
+    s = float(_biweight_scale_rows(r[None, :])[0])
+    rho = float(_lag1_rows(r[None, :], np.array([s]), DEFAULT_PARAMS.max_rho)[0])
+    return s, rho
+
+
+def segment(
+    values: Sequence[float],
+    *,
+    min_effect: float = 0.01,
+    higher_is_better: bool = False,
+    alpha: float = 0.001,
+    min_size: int = 2,
+    samples: Sequence[Sequence[float] | None] | None = None,
+) -> list[ChangePoint]:
+    """Offline change points of the whole series (see the module docstring), oldest first."""
+    ser = _prepare(values, samples)
+    y = ser.y
+    n = y.size
+    if n < 2 * min_size:
+        return []
+    # First pass: noise from first differences (insensitive to level shifts), no autocorrelation.
+    d = np.diff(y)
+    sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2) if d.size else 0.0
+    rho = 0.0
+    cps: list[int] = []
+    for _ in range(2):
+        sigma = max(sigma, ser.floor, 1e-12)
+        cps = _binseg(y, sigma, rho, alpha, min_size, min_effect, ser)
+        cps = _prune(y, cps, sigma, rho, alpha, min_size, min_effect, ser)
+        sigma, rho = _noise(y, cps)
+    sigma = max(sigma, ser.floor, 1e-12)
+    out = []
+    bounds = [0, *cps, n]
+    for i, c in enumerate(cps):
+        left, right = y[bounds[i] : c], y[c : bounds[i + 2]]
+        before, after = float(np.median(left)), float(np.median(right))
+        pv = _split_test(left, right, sigma, rho, bounds[i + 2] - bounds[i] - 2 * min_size + 1)
+        out.append(
+            ChangePoint(
+                index=int(c),
+                direction=_direction(after > before, higher_is_better),
+                magnitude=ser.rel(after, before),
+                p_value=pv,
+                before=ser.level(before),
+                after=ser.level(after),
+            )
+        )
+    return out
+
+
+def _binseg(y, sigma, rho, alpha, min_size, min_effect, ser) -> list[int]:
+    cps: list[int] = []
+    stack = [(0, y.size)]
+    while stack:
+        a, b = stack.pop()
+        tau = _energy_split(y[a:b], min_size)
+        if tau is None:
+            continue
+        c = a + tau
+        left, right = y[a:c], y[c:b]
+        n_cand = (b - a) - 2 * min_size + 1
+        pv = _split_test(left, right, sigma, rho, n_cand)
+        big = bool(ser.effect_ok(np.median(right), np.median(left), min_effect))
+        if pv <= alpha and big:
+            cps.append(c)
+            stack.append((a, c))
+            stack.append((c, b))
+    return sorted(cps)
+
+
+def _prune(y, cps, sigma, rho, alpha, min_size, min_effect, ser) -> list[int]:
+    cps = list(cps)
+    while cps:
+        bounds = [0, *cps, y.size]
+        worst, worst_p = None, -1.0
+        for i, c in enumerate(cps):
+            left, right = y[bounds[i] : c], y[c : bounds[i + 2]]
+            pv = _split_test(left, right, sigma, rho, bounds[i + 2] - bounds[i] - 2 * min_size + 1)
+            if not ser.effect_ok(np.median(right), np.median(left), min_effect):
+                pv = 2.0
+            if pv > alpha and pv > worst_p:
+                worst, worst_p = i, pv
+        if worst is None:
+            break
+        del cps[worst]
+    return cps

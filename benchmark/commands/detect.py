@@ -1,0 +1,212 @@
+"""`benchmark detect SERIES.csv`: the history analysis on any series of per-run values.
+
+The CSV has a header and a column ``value`` (one per run, oldest first); optional columns are ``run``
+(a label) and ``samples`` (that run's raw samples, separated by spaces). It prints the offline change
+points (:func:`benchmark.analysis.history.segment`) and the alerts the online gate would have raised
+had the runs arrived one at a time (:func:`benchmark.analysis.history.simulate_online`).
+Exit status: 0 after a successful analysis (whatever it found), 2 when the CSV cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from dataclasses import dataclass
+
+
+class SeriesError(Exception):
+    """The CSV cannot be analysed; the message names the file and, where it can, the line."""
+
+
+@dataclass
+class Series:
+    values: list[float]
+    labels: list[str] | None
+    samples: list[list[float] | None] | None
+
+
+def _number(text: str, where: str, what: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise SeriesError(f"{where}: {what} {text.strip()!r} is not a number") from None
+    if not math.isfinite(x):
+        raise SeriesError(f"{where}: {what} {text.strip()!r} is not a finite number")
+    return x
+
+
+def read_series(path: str) -> Series:
+    """Read and check a series CSV (raises SeriesError with one readable line)."""
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 -- closed below
+    except OSError as e:
+        raise SeriesError(f"{path}: cannot read: {e.strerror or e}") from None
+    with fh:
+        try:
+            reader = csv.DictReader(fh)
+            fields = [(f or "").strip().lower() for f in (reader.fieldnames or [])]
+            if not fields:
+                raise SeriesError(f"{path}: empty file (expected a header with a 'value' column)")
+            if "value" not in fields:
+                raise SeriesError(f"{path}: no 'value' column (columns: {', '.join(fields)})")
+            reader.fieldnames = fields
+            values: list[float] = []
+            labels: list[str] = []
+            samples: list[list[float] | None] = []
+            for row in reader:
+                where = f"{path}:{reader.line_num}"
+                raw = row.get("value")
+                if raw is None or not raw.strip():
+                    raise SeriesError(f"{where}: missing value")
+                values.append(_number(raw, where, "value"))
+                labels.append((row.get("run") or "").strip())
+                cell = (row.get("samples") or "").strip()
+                samples.append([_number(x, where, "sample") for x in cell.split()] if cell else None)
+        except csv.Error as e:
+            raise SeriesError(f"{path}:{reader.line_num}: CSV error: {e}") from None
+        except UnicodeDecodeError:
+            raise SeriesError(f"{path}: not a UTF-8 text file") from None
+    if not values:
+        raise SeriesError(f"{path}: no runs (the file has a header but no rows)")
+    return Series(
+        values=values,
+        labels=labels if "run" in fields else None,
+        samples=samples if any(s for s in samples) else None,
+    )
+
+
+def analyse(series: Series, *, min_effect: float, higher_is_better: bool):
+    """Offline change points and online alerts of the series."""
+    from benchmark.analysis.history import segment, simulate_online
+
+    kw = dict(min_effect=min_effect, higher_is_better=higher_is_better, samples=series.samples)
+    return segment(series.values, **kw), simulate_online(series.values, **kw)
+
+
+def to_json(change_points, alerts) -> dict:
+    """The document `benchmark detect --json` prints."""
+    return {
+        "change_points": [
+            {"index": c.index, "direction": c.direction, "magnitude": round(c.magnitude, 6)}
+            for c in change_points
+        ],
+        "alerts": [
+            {
+                "index": a.index,
+                "change_index": a.change_index,
+                "direction": a.direction,
+                "magnitude": round(a.magnitude, 6),
+            }
+            for a in alerts
+        ],
+    }
+
+
+def _label(series: Series, i: int) -> str:
+    if series.labels and series.labels[i]:
+        return f"{i} ({series.labels[i]})"
+    return str(i)
+
+
+def _print_table(path: str, series: Series, cps, alerts, args) -> None:
+    better = "higher" if args.higher_is_better else "lower"
+    print(
+        f"{path}: {len(series.values)} runs, {better} is better, minimum effect {args.min_effect:.1%}"
+        + (", raw samples given" if series.samples else "")
+    )
+    print()
+    print("Change points (offline segmentation; run = first run of the new level):")
+    if not cps:
+        print("  none")
+    else:
+        rows = [("run", "direction", "change", "level before -> after", "p-value")]
+        for c in cps:
+            rows.append(
+                (
+                    _label(series, c.index),
+                    c.direction,
+                    f"{c.magnitude:+.1%}",
+                    f"{c.before:.4g} -> {c.after:.4g}",
+                    f"{c.p_value:.1e}",
+                )
+            )
+        _rows(rows)
+    print()
+    print("Alerts (online gate, as if the runs had arrived one at a time):")
+    if not alerts:
+        print("  none")
+    else:
+        rows = [("raised at run", "change at run", "direction", "change", "window", "note")]
+        for a in alerts:
+            note = f"level came back at run {a.reverted_at}" if a.reverted_at is not None else ""
+            if a.kind == "drift":
+                note = ("slow drift; " + note).strip("; ")
+            rows.append(
+                (
+                    _label(series, a.index),
+                    _label(series, a.change_index),
+                    a.direction,
+                    f"{a.magnitude:+.1%}",
+                    f"{a.runs} runs",
+                    note,
+                )
+            )
+        _rows(rows)
+
+
+def _rows(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _min_effect(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= x < 1:
+        raise argparse.ArgumentTypeError("must be a relative change in [0, 1), e.g. 0.02 for 2%")
+    return x
+
+
+def cmd_detect(args) -> int:
+    try:
+        series = read_series(args.series)
+    except SeriesError as e:
+        print(f"benchmark detect: {e}", file=sys.stderr)
+        return 2
+    cps, alerts = analyse(series, min_effect=args.min_effect, higher_is_better=args.higher_is_better)
+    if args.json:
+        print(json.dumps(to_json(cps, alerts)))
+    else:
+        _print_table(args.series, series, cps, alerts, args)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "detect",
+        help="find change points and online alerts in a series of per-run values (CSV)",
+        description=__doc__.split("\n\n")[1],
+    )
+    p.add_argument(
+        "series", metavar="SERIES.csv", help="CSV with a 'value' column; optional 'run', 'samples'"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument(
+        "--higher-is-better",
+        action="store_true",
+        help="the metric is a throughput: a decrease is a regression",
+    )
+    p.add_argument(
+        "--min-effect",
+        type=_min_effect,
+        default=0.01,
+        metavar="X",
+        help="smallest relative change worth reporting (default 0.01 = 1%%)",
+    )
+    p.set_defaults(func=cmd_detect)

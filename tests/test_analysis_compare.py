@@ -1,0 +1,110 @@
+"""A/B comparison of two results' raw samples (benchmark.analysis.compare)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from benchmark.analysis.compare import VERDICTS, Comparison, compare
+
+
+def lognormal(rng, n, shift=0.0, cv=0.03):
+    return np.exp(rng.normal(np.log1p(shift), cv, n))
+
+
+def test_ten_percent_slower_with_50_samples_each_is_slower_with_ci_excluding_one():
+    rng = np.random.default_rng(1)
+    c = compare(lognormal(rng, 50), lognormal(rng, 50, shift=0.10))
+    assert c.verdict == "slower"
+    assert c.regressed and not c.improved
+    assert c.ci_low > 1.0 and c.ci_high > c.ci_low
+    assert c.ci_low <= c.ratio <= c.ci_high
+    assert c.ratio == pytest.approx(1.10, abs=0.02)
+    assert c.p_value < 1e-6
+    assert c.more_samples_needed is None
+    assert (c.n_baseline, c.n_candidate) == (50, 50)
+    assert "worse" in c.reason and "%" in c.reason
+
+
+def test_faster_and_direction_of_higher_is_better():
+    rng = np.random.default_rng(2)
+    base, cand = lognormal(rng, 50), lognormal(rng, 50, shift=-0.10)
+    assert compare(base, cand).verdict == "faster"
+    # a throughput that drops by 10% got slower
+    t = compare(base, cand, higher_is_better=True)
+    assert t.verdict == "slower" and t.regressed
+    assert compare(cand, base, higher_is_better=True).improved
+
+
+@pytest.mark.parametrize("n", [10, 30, 100])
+def test_same_distribution_is_never_slower_or_faster(n):
+    verdicts = []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        verdicts.append(compare(lognormal(rng, n), lognormal(rng, n), seed=seed).verdict)
+    assert set(verdicts) <= {"same", "inconclusive"}
+    if n == 100:  # with 100 samples of 3% noise the 99% interval fits inside +-3%
+        assert verdicts.count("same") >= 55
+
+
+def test_inconclusive_says_how_many_more_samples_settle_it():
+    rng = np.random.default_rng(3)
+    c = compare(lognormal(rng, 8, cv=0.05), lognormal(rng, 8, shift=0.06, cv=0.05))
+    assert c.verdict == "inconclusive"
+    assert c.ci_low < 1.03 < c.ci_high  # straddles the minimum effect
+    assert isinstance(c.more_samples_needed, int) and c.more_samples_needed > 0
+    assert f"{c.more_samples_needed} more samples" in c.reason
+    # With that many more samples from the same distributions the answer is (usually) settled.
+    settled = 0
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        n = 8 + c.more_samples_needed
+        settled += compare(lognormal(rng, n, cv=0.05), lognormal(rng, n, shift=0.06, cv=0.05)).verdict != (
+            "inconclusive"
+        )
+    assert settled >= 10
+
+
+def test_small_real_difference_inside_the_minimum_effect_is_same():
+    rng = np.random.default_rng(4)
+    c = compare(lognormal(rng, 400, cv=0.01), lognormal(rng, 400, shift=0.01, cv=0.01))
+    assert c.p_value < 0.01  # the 1% difference is real...
+    assert c.verdict == "same"  # ...but below the 3% minimum effect
+
+
+def test_edge_cases():
+    c = compare([1.0], [1.0, 2.0])
+    assert c.verdict == "inconclusive" and c.more_samples_needed == 1
+    same = compare([2.0] * 10, [2.0] * 10)
+    assert same.verdict == "same" and same.ratio == 1.0 and same.p_value == 1.0
+    with pytest.raises(ValueError):
+        compare([1.0, float("nan")], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        compare([1.0, 2.0], [1.0, 2.0], min_effect=-0.1)
+    zero = compare([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+    assert zero.verdict == "inconclusive"
+
+
+def test_deterministic_and_serialisable():
+    rng = np.random.default_rng(5)
+    b, c = lognormal(rng, 30), lognormal(rng, 30, shift=0.04)
+    one, two = compare(b, c, seed=7), compare(b, c, seed=7)
+    assert one == two
+    d = one.to_dict()
+    assert d["verdict"] in VERDICTS and set(d) >= {"regressed", "improved", "ci_low", "ci_high", "p_value"}
+    assert isinstance(one, Comparison)
+
+
+def test_fast_enough_for_a_suite():
+    rng = np.random.default_rng(6)
+    b, c = lognormal(rng, 100), lognormal(rng, 100, shift=0.02)
+    compare(b, c)  # warm up
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        compare(b, c)
+        times.append(time.perf_counter() - t0)
+    # about 10 ms on one core; a generous bound so a loaded CI machine does not flake
+    assert min(times) < 0.1
