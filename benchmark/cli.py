@@ -9,7 +9,12 @@ import sys
 
 COMMAND_MODULES = [
     "benchmark.commands.validate",
+    "benchmark.commands.report",
     "benchmark.commands.legacy",
+    "benchmark.commands.store",
+    "benchmark.commands.detect",
+    "benchmark.commands.profile",
+    "benchmark.commands.gate",
 ]
 
 

@@ -109,6 +109,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "equivalent as its own series (id suffix '-torch')",
     )
     g.addoption(
+        "--bench-gate",
+        action="store_true",
+        default=False,
+        help="after all cases ran, judge each against its history (configs/gates.yaml): the gate item of a "
+        "case that regressed fails with the reason, the others pass",
+    )
+    g.addoption("--bench-gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
+    g.addoption(
         "--bench-profile",
         action="store_true",
         default=False,
@@ -172,6 +180,7 @@ class BenchSession:
         self.started = time.time()
         self.store = None
         self.run_id: int | None = None
+        self.decisions: dict | None = None
         self.run_info: dict[str, Any] = {}
         self.machine: dict[str, Any] = {}
         self.cases = self._load_cases()
@@ -229,6 +238,8 @@ class BenchSession:
         self.run_info["allocator"] = self.allocator
         self.run_info["settings"] = measure.asdict(self.settings)
         if self.config.getoption("bench_no_store"):
+            if self.config.getoption("bench_gate"):
+                raise pytest.UsageError("--bench-gate judges runs from the history: it cannot run with --bench-no-store")
             return
         from benchmark.store import StoreError, open_store, resolve_url
 
@@ -238,6 +249,16 @@ class BenchSession:
             self.run_id = self.store.begin_run(self.machine, self.run_info)
         except StoreError as e:
             raise pytest.UsageError(f"history store: {e}") from None
+
+    def gate_decision(self, case: Case):
+        """The gate's decision for `case` in this run (all cases are judged together, once)."""
+        if self.decisions is None:
+            from benchmark.gate import evaluate
+            from benchmark.gates import load_gates
+
+            gates = load_gates(self.config.getoption("bench_gates") or self.root / "configs" / "gates.yaml")
+            self.decisions = {d.key: d for d in evaluate(self.store, self.run_id, gates)}
+        return self.decisions.get((case.case_id, case.place, case.mode))
 
     def check_telemetry(self, config: pytest.Config) -> None:
         """Say once, in one line, when CUDA cases will run without GPU telemetry."""
@@ -312,7 +333,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for c in session.cases:
         for t in c.tags:
             config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
-    for m in ("op", "program", "model", "cpu", "gpu"):
+    for m in ("op", "program", "model", "cpu", "gpu", "gate"):
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
     # Fewer, more readable pytest-benchmark columns unless the user chose some.
     if not config.getoption("benchmark_columns", None) or config.getoption("benchmark_columns") == [
@@ -338,15 +359,32 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    bench = metafunc.config.stash[SESSION_KEY]
+    if "gate_case" in metafunc.fixturenames:
+        params = [pytest.param(c, id=c.id, marks=[pytest.mark.gate]) for c in bench.cases]
+        metafunc.parametrize("gate_case", params)
+        return
     if "bench_case" not in metafunc.fixturenames:
         return
-    bench = metafunc.config.stash[SESSION_KEY]
     params = []
     for c in bench.cases:
         marks = [getattr(pytest.mark, m) for m in (c.kind, c.device, *c.tags)]
         marks.append(pytest.mark.benchmark(timer=measure.timer_for(c.place), disable_gc=True, group=c.name))
         params.append(pytest.param(c, id=c.id, marks=marks))
     metafunc.parametrize("bench_case", params)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """Gate items run after every case was measured, and only with --bench-gate."""
+    gate_items = [i for i in items if i.get_closest_marker("gate")]
+    if not gate_items:
+        return
+    others = [i for i in items if not i.get_closest_marker("gate")]
+    if config.getoption("bench_gate"):
+        items[:] = others + gate_items
+    else:
+        config.hook.pytest_deselected(items=gate_items)
+        items[:] = others
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -467,6 +505,17 @@ def torch_comparison(case: Case, settings, paddle_median: float | None) -> dict:
         "paddle_over_torch": paddle_median / median if paddle_median and median else None,
         "info": prepared.info,
     }
+
+
+def run_gate(case: Case, bench: BenchSession) -> None:
+    """The body of a gate item: fail it when the case regressed (or errored), with the reason."""
+    d = bench.gate_decision(case)
+    if d is None or d.verdict == "skipped":
+        pytest.skip("no result of this case in this run")
+    if d.failing:
+        from benchmark.commands.gate import _row
+
+        pytest.fail(_row(d), pytrace=False)
 
 
 def start_telemetry(place: str, interval: float):

@@ -1,0 +1,81 @@
+"""`benchmark profile CASE [--run ID] [--vs RUN_ID]`: the stored operator table of a case, and
+which operators got slower or were called more often between two runs."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+
+from benchmark.commands.store import _add_db, _command, _run_id
+from benchmark.profile import diff_tables, format_table
+from benchmark.store import open_store
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="show a case's profiled operator table from the history",
+        description="Print the operator table and host/device copy counts that `pytest benchmark/ "
+        "--bench-profile` stored for CASE in a run; with --vs, the operators that got slower or were "
+        "called more often since RUN_ID.",
+    )
+    p.add_argument("case", metavar="CASE", help="case id or glob, e.g. 'abs-1000x1000-fwd' or 'abs*'")
+    p.add_argument("--run", default="latest", metavar="ID", help="run id or 'latest' (default)")
+    p.add_argument("--vs", metavar="RUN_ID", help="compare with this (older) run's profile of the same case")
+    p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0)")
+    p.add_argument("--all", action="store_true", help="with --vs, list unchanged operators too")
+    _add_db(p)
+    p.set_defaults(func=cmd_profile)
+
+
+def _profiled(store, run_id: int, pattern: str, place: str | None) -> dict[tuple, dict]:
+    out = {}
+    for r in store.results(run_id):
+        if not r.get("profile") or not fnmatch.fnmatchcase(r["case_id"], pattern):
+            continue
+        if place and r["place"] != place:
+            continue
+        out[(r["case_id"], r["place"], r["mode"])] = r["profile"]
+    return out
+
+
+def _copies_line(copies: dict | None) -> str:
+    if not copies:
+        return "copies: not recorded"
+    parts = [f"{k.upper()} {v['count']} ({v['bytes']:,} B)" for k, v in copies.items() if isinstance(v, dict)]
+    return "copies per profiled steps: " + ", ".join(parts)
+
+
+@_command("profile")
+def cmd_profile(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    run_id = _run_id(store, args.run)
+    current = _profiled(store, run_id, args.case, args.place)
+    if not current:
+        raise ValueError(
+            f"run {run_id} has no profile for {args.case!r}: run `pytest benchmark/ -k ... --bench-profile` first"
+        )
+    older = _profiled(store, _run_id(store, args.vs), args.case, args.place) if args.vs else None
+    for (case_id, place, mode), prof in sorted(current.items()):
+        print(f"== {case_id} [{place} {mode}] run {run_id}, {prof.get('steps', '?')} profiled steps")
+        if older is None:
+            print(format_table(prof.get("op_table") or []))
+            print(_copies_line(prof.get("copies")))
+            overhead = prof.get("overhead")
+            if overhead:
+                from benchmark.runners.paddle_overhead import format_decomposition
+
+                print(format_decomposition(overhead))
+        else:
+            base = older.get((case_id, place, mode))
+            if base is None:
+                print(f"run {args.vs} has no profile of this case", file=sys.stderr)
+                continue
+            rows = diff_tables(
+                base.get("op_table") or [], prof.get("op_table") or [], changed_only=not args.all
+            )
+            print(f"vs run {args.vs}:")
+            print(format_table(rows) if rows else "no operator changed beyond the threshold")
+        print()
+    return 0

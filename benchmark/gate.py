@@ -1,0 +1,240 @@
+"""The gate: pass or fail a run, with a reason per case. Reads the store, decides with the analysis.
+
+Two baselines:
+
+* ``history`` (default, the nightly gate): each series' per-run medians on the same machine with
+  the same config hash, the new run last, go through the online detector
+  (:func:`benchmark.analysis.history.check_latest`): a robust baseline, windows of the newest runs,
+  persistence, minimum effect. A series with fewer runs than the detector needs falls back to an
+  A/B of the raw samples against its previous run.
+* a run id (pull requests: base vs head): an A/B of each case's raw samples against the same
+  series in that run (:func:`benchmark.analysis.compare.compare`).
+
+Across the run, the p-values of all tested cases go through Benjamini-Hochberg: a regression whose
+q-value exceeds ``alpha`` is reported as ``inconclusive`` (a 500-case nightly tested at 1% would
+otherwise fail on chance alone). A case that errored or failed its accuracy check fails the gate
+too; a skipped case does not.
+
+The metric and its direction come from configs/gates.yaml: ``time`` (seconds per iteration, lower
+is better) or ``throughput`` (items per second, higher is better; derived from the same samples
+and the batch size). ``memory`` has no repeated samples; it is reported, not gated yet.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from benchmark.analysis.compare import compare
+from benchmark.analysis.fdr import adjust_pvalues
+from benchmark.analysis.history import DEFAULT_PARAMS, check_latest, latest_pvalue
+from benchmark.gates import Gates, GateSettings
+
+FAILING = ("regression", "failed", "error")
+# The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
+# of two runs: a shorter history falls back to an A/B against the previous run.
+MIN_RUNS = max(DEFAULT_PARAMS.min_history, DEFAULT_PARAMS.min_noise_runs + 2)
+
+
+class GateInputError(Exception):
+    """The gate cannot decide (no such run, no baseline at all): exit status 2."""
+
+
+@dataclass
+class Decision:
+    case_id: str
+    name: str
+    place: str
+    mode: str
+    metric: str
+    verdict: str  # regression, improvement, pass, inconclusive, new, failed, error, skipped
+    effect: float = math.nan  # relative change of the metric, new/baseline - 1
+    ci_low: float = math.nan  # interval of the effect
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    q_value: float = math.nan
+    evidence: str = ""
+    baseline: str = ""
+    reason: str = ""
+    change_run_id: int | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict in FAILING
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.case_id, self.place, self.mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "failing": self.failing}
+
+
+# ---------------------------------------------------------------------------------------- metrics
+
+
+def metric_samples(samples: Sequence[float] | np.ndarray, metric: str, batch: int | None) -> np.ndarray:
+    """Raw samples in the metric's units: seconds per iteration, or items per second."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    return (batch or 1) / x if metric == "throughput" else x
+
+
+def _effect_interval(c) -> tuple[float, float, float]:
+    return c.ratio - 1.0, c.ci_low - 1.0, c.ci_high - 1.0
+
+
+def _ab(decision: Decision, base: np.ndarray, new: np.ndarray, s: GateSettings, label: str) -> Decision:
+    c = compare(base, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha)
+    decision.effect, decision.ci_low, decision.ci_high = _effect_interval(c)
+    decision.p_value = c.p_value
+    decision.verdict = {"slower": "regression", "faster": "improvement", "same": "pass"}.get(
+        c.verdict, "inconclusive"
+    )
+    decision.evidence = f"A/B on raw samples ({c.n_baseline} vs {c.n_candidate}): p={c.p_value:.2g}"
+    decision.baseline = label
+    decision.reason = c.reason
+    return decision
+
+
+def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: GateSettings) -> Decision:
+    batch = result.get("batch_size")
+    medians = np.asarray(base.medians, dtype=float)
+    keep = np.isfinite(medians) & (medians > 0)
+    runs = [r for r, k in zip(base.run_ids, keep, strict=True) if k]
+    per_run = [metric_samples(x, s.metric, batch) for x, k in zip(base.samples, keep, strict=True) if k]
+    values = [float(np.median(x)) if x.size else math.nan for x in per_run]
+    values.append(float(np.median(new)))
+    samples = [*per_run, new]
+    ok = [i for i, v in enumerate(values) if math.isfinite(v)]
+    values = [values[i] for i in ok]
+    samples = [samples[i] for i in ok]
+    runs = [runs[i] for i in ok[:-1]]
+    if len(values) < MIN_RUNS:
+        if not runs:
+            decision.verdict, decision.reason = "new", "no earlier ok result of this series on this machine"
+            return decision
+        label = f"run {runs[-1]} (A/B: only {len(values) - 1} earlier run(s), the history gate needs {MIN_RUNS - 1})"
+        return _ab(decision, samples[-2], new, s, label)
+    values = values[-(s.history_runs + 1) :]
+    samples = samples[-(s.history_runs + 1) :]
+    runs = runs[-s.history_runs :]
+    kw = {"higher_is_better": s.higher_is_better, "samples": samples}
+    alert = check_latest(values, min_effect=s.min_effect, **kw)
+    decision.p_value = latest_pvalue(values, **kw)
+    decision.baseline = f"history: {len(values) - 1} runs ({runs[0]}..{runs[-1]})"
+    # The effect and its interval: the new run against the runs of the level before it.
+    start = alert.change_index if alert is not None else len(values) - 1
+    level = np.concatenate(samples[max(0, start - 10) : start]) if start > 0 else samples[0]
+    c = compare(level, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha)
+    decision.effect, decision.ci_low, decision.ci_high = _effect_interval(c)
+    if alert is None:
+        decision.verdict = "pass"
+        decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
+        return decision
+    decision.verdict = "regression" if alert.direction == "regression" else "improvement"
+    decision.effect = alert.magnitude
+    decision.change_run_id = ([*runs, result.get("run_id")])[alert.change_index]
+    decision.evidence = (
+        f"online detector: {alert.runs} run(s) at {alert.magnitude:+.1%}, |z|={abs(alert.z):.1f} > "
+        f"{alert.threshold:.1f} ({alert.kind})"
+    )
+    decision.reason = f"level changed at run {decision.change_run_id}"
+    return decision
+
+
+# ---------------------------------------------------------------------------------------- the run
+
+
+def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSettings]:
+    s = gates.for_case(result["case_id"], result.get("name"), result["place"])
+    metric = "time" if s.metric == "memory" else s.metric
+    s = GateSettings(metric, s.min_effect, s.alpha, s.history_runs)
+    d = Decision(
+        case_id=result["case_id"],
+        name=result.get("name") or result["case_id"],
+        place=result["place"],
+        mode=result["mode"],
+        metric=metric,
+        verdict=result["status"],
+    )
+    if result["status"] != "ok":
+        d.reason = result.get("message") or f"the case {result['status']}"
+    return d, s
+
+
+def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> list[Decision]:
+    """One Decision per result of `run_id` against the history (baseline None) or a run."""
+    if store.run(run_id) is None:
+        raise GateInputError(f"there is no run {run_id} in {store.display_url}")
+    results = store.results(run_id)
+    if baseline is not None:
+        if store.run(baseline) is None:
+            raise GateInputError(f"there is no baseline run {baseline} in {store.display_url}")
+        base_results = {_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
+    else:
+        bases = store.baselines(run_id, last=max(g.history_runs for g in _settings(results, gates)) + 1)
+    decisions = []
+    for result in results:
+        d, s = _decision(result, gates)
+        if result["status"] == "ok":
+            new = metric_samples(result.get("samples") or [], s.metric, result.get("batch_size"))
+            if baseline is not None:
+                b = base_results.get(_key(result))
+                if b is None:
+                    d.verdict, d.reason = "new", f"run {baseline} has no ok result of this series"
+                else:
+                    _ab(
+                        d,
+                        metric_samples(b["samples"], s.metric, b.get("batch_size")),
+                        new,
+                        s,
+                        f"run {baseline}",
+                    )
+            else:
+                _history(d, bases.get(_key(result)), new, result, s)
+        decisions.append(d)
+    _control_fdr(decisions, gates.spec.defaults.alpha)
+    return decisions
+
+
+def _settings(results: Iterable[Mapping], gates: Gates) -> list[GateSettings]:
+    return [gates.for_case(r["case_id"], r.get("name"), r["place"]) for r in results] or [gates.for_case("")]
+
+
+def _key(r: Mapping[str, Any]) -> tuple:
+    return (r["case_id"], r["config_hash"], r["place"], r["mode"])
+
+
+def _control_fdr(decisions: list[Decision], alpha: float) -> None:
+    """Benjamini-Hochberg over every tested case: regressions and improvements must survive it."""
+    tested = [d for d in decisions if math.isfinite(d.p_value)]
+    if not tested:
+        return
+    q = adjust_pvalues([min(max(d.p_value, 0.0), 1.0) for d in tested], "bh")
+    for d, qv in zip(tested, q, strict=True):
+        d.q_value = float(qv)
+        if d.verdict in ("regression", "improvement") and qv > alpha:
+            d.reason = (
+                f"{d.reason}; not significant across {len(tested)} cases (BH q={qv:.2g} > {alpha:g})".lstrip(
+                    "; "
+                )
+            )
+            d.verdict = "inconclusive"
+
+
+def passed(decisions: Iterable[Decision]) -> bool:
+    return not any(d.failing for d in decisions)
+
+
+def check_has_baseline(decisions: Sequence[Decision], run_id: int) -> None:
+    measured = [d for d in decisions if d.verdict not in ("skipped", "failed", "error")]
+    if measured and all(d.verdict == "new" for d in measured):
+        raise GateInputError(
+            f"no baseline for any case of run {run_id}: no earlier run of these series on this machine "
+            "(run the suite again, or pass --baseline RUN_ID)"
+        )

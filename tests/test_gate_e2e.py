@@ -1,0 +1,132 @@
+"""The gate on a real SQLite history built by running real cases, and --bench-gate item outcomes.
+
+The regression is real: `FLAGS_check_nan_inf=1` makes paddle check every operator's output, which
+slows the `abs` case many times over while an empty program (no operator) keeps its speed; the
+case configs, and so the series, stay the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+CONFIG = """
+cases:
+  - {name: g_abs, kind: op, op: paddle.abs, inputs: {x: {shape: [256, 256]}}, places: [cpu]}
+  - {name: g_empty, kind: program, feed: {x: {shape: [8, 8]}}, ops: [], fetch: [x], places: [cpu], modes: [static]}
+"""
+GATES = "defaults: {min_effect: 1.0}\n"  # only a doubling counts: the machine is shared and noisy
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gate")
+    (tmp / "cases.yaml").write_text(CONFIG)
+    (tmp / "gates.yaml").write_text(GATES)
+    url = f"sqlite:///{tmp / 'history.sqlite'}"
+    for _ in range(12):
+        proc = suite(tmp, url)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+    return tmp, url
+
+
+def suite(tmp: Path, url: str, *args: str, slow: bool = False) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "FLAGS_check_nan_inf": "1" if slow else "0"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "benchmark/",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--bench-quick",
+        "--bench-config",
+        str(tmp / "cases.yaml"),
+        "--bench-db",
+        url,
+        "--bench-json",
+        str(tmp / "s.json"),
+        "--bench-gates",
+        str(tmp / "gates.yaml"),
+        *args,
+    ]
+    return subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def gate(tmp: Path, url: str, *args: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmark.cli",
+        "gate",
+        "--db",
+        url,
+        "--gates",
+        str(tmp / "gates.yaml"),
+        *args,
+    ]
+    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=120)
+
+
+def test_gate_passes_a_steady_history_then_fails_exactly_the_regressed_case(history):
+    tmp, url = history
+    steady = gate(tmp, url, "--run", "latest")
+    assert steady.returncode == 0, steady.stdout + steady.stderr
+    assert "gate: PASS" in steady.stdout
+    assert "history: 11 runs" in gate(tmp, url, "--all").stdout
+
+    first = suite(tmp, url, slow=True)  # one slow run is not yet a regression (persistence)
+    assert first.returncode == 0, first.stdout[-2000:]
+    second = suite(tmp, url, "--bench-gate", "-rA", slow=True)
+    assert second.returncode == 1, second.stdout[-3000:]
+    out = second.stdout
+    assert "FAILED benchmark/test_cases.py::test_gate[g_abs-cpu-dynamic]" in out
+    assert "PASSED benchmark/test_cases.py::test_gate[g_empty-cpu-static]" in out
+    assert "PASSED benchmark/test_cases.py::test_case[g_abs-cpu-dynamic]" in out
+    assert "REGRESSION" in out and "online detector" in out
+
+    judged = gate(tmp, url, "--run", "latest", "--json")
+    assert judged.returncode == 1
+    decisions = {d["case_id"]: d for d in json.loads(judged.stdout)["decisions"]}
+    assert decisions["g_abs"]["verdict"] == "regression" and decisions["g_abs"]["effect"] > 1.0
+    assert decisions["g_abs"]["change_run_id"] == 13, "the change is placed at the first slow run"
+    assert decisions["g_empty"]["verdict"] in ("pass", "inconclusive")
+
+    ab = gate(tmp, url, "--run", "latest", "--baseline", "12")
+    assert (
+        ab.returncode == 1
+        and "REGRESSION   g_abs [cpu dynamic]" in ab.stdout
+        and "baseline: run 12" in ab.stdout
+    )
+
+
+def test_gate_errors_exit_2(history):
+    tmp, url = history
+    first = gate(tmp, url, "--run", "1")
+    assert first.returncode == 2 and "no baseline for any case of run 1" in first.stderr
+    missing = gate(tmp, url, "--run", "999")
+    assert missing.returncode == 2 and "there is no run 999" in missing.stderr
+    bad = tmp / "bad.yaml"
+    bad.write_text("defaults: {metric: speed}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "gate", "--db", url, "--gates", str(bad)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "'defaults.metric'" in proc.stderr
+
+
+def test_bench_gate_needs_the_store(tmp_path):
+    (tmp_path / "cases.yaml").write_text(CONFIG)
+    (tmp_path / "gates.yaml").write_text(GATES)
+    proc = suite(tmp_path, "sqlite:///unused", "--bench-gate", "--bench-no-store")
+    assert proc.returncode != 0 and "cannot run with --bench-no-store" in proc.stdout + proc.stderr
