@@ -61,6 +61,10 @@ class Decision:
     baseline: str = ""
     reason: str = ""
     change_run_id: int | None = None
+    value: float | None = None  # the new run's median, in the metric's unit
+    baseline_value: float | None = None  # the baseline's median (the level before the change)
+    baseline_run_id: int | None = None  # the run compared with (the latest run of the baseline)
+    unit: str = "s"
 
     @property
     def failing(self) -> bool:
@@ -97,6 +101,7 @@ def _ab(decision: Decision, base: np.ndarray, new: np.ndarray, s: GateSettings, 
     )
     decision.evidence = f"A/B on raw samples ({c.n_baseline} vs {c.n_candidate}): p={c.p_value:.2g}"
     decision.baseline = label
+    decision.baseline_value = float(np.median(base)) if base.size else None
     decision.reason = c.reason
     return decision
 
@@ -119,6 +124,7 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
             decision.verdict, decision.reason = "new", "no earlier ok result of this series on this machine"
             return decision
         label = f"run {runs[-1]} (A/B: only {len(values) - 1} earlier run(s), the history gate needs {MIN_RUNS - 1})"
+        decision.baseline_run_id = runs[-1]
         return _ab(decision, samples[-2], new, s, label)
     values = values[-(s.history_runs + 1) :]
     samples = samples[-(s.history_runs + 1) :]
@@ -132,6 +138,8 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
     level = np.concatenate(samples[max(0, start - 10) : start]) if start > 0 else samples[0]
     c = compare(level, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha)
     decision.effect, decision.ci_low, decision.ci_high = _effect_interval(c)
+    decision.baseline_value = alert.baseline if alert is not None else float(np.median(values[:-1][-10:]))
+    decision.baseline_run_id = runs[-1]
     if alert is None:
         decision.verdict = "pass"
         decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
@@ -162,6 +170,7 @@ def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSe
         metric=metric,
         verdict=result["status"],
     )
+    d.unit = "items/s" if metric == "throughput" else (result.get("unit") or "s")
     if result["status"] != "ok":
         d.reason = result.get("message") or f"the case {result['status']}"
     return d, s
@@ -183,11 +192,13 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
         d, s = _decision(result, gates)
         if result["status"] == "ok":
             new = metric_samples(result.get("samples") or [], s.metric, result.get("batch_size"))
+            d.value = float(np.median(new)) if new.size else None
             if baseline is not None:
                 b = base_results.get(_key(result))
                 if b is None:
                     d.verdict, d.reason = "new", f"run {baseline} has no ok result of this series"
                 else:
+                    d.baseline_run_id = baseline
                     _ab(
                         d,
                         metric_samples(b["samples"], s.metric, b.get("batch_size")),

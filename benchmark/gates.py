@@ -88,6 +88,17 @@ class Gates:
         return GateSettings(metric=metric, min_effect=min_effect, alpha=d.alpha, history_runs=d.history_runs)
 
 
+def with_min_effect(gates: Gates, min_effect: float | None) -> Gates:
+    """The same gates with another default minimum effect (None: unchanged)."""
+    if min_effect is None:
+        return gates
+    defaults = gates.spec.defaults.model_copy(update={"min_effect": float(min_effect)})
+    return Gates(gates.spec.model_copy(update={"defaults": defaults}), gates.source)
+
+
+DEFAULT_GATES_PATH = Path(__file__).resolve().parents[1] / "configs" / "gates.yaml"
+
+
 def load_gates(path: str | Path | None) -> Gates:
     """Read gates.yaml; a missing file means the defaults. Raises GateError with a clear line."""
     if path is None or not Path(path).exists():

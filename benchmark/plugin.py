@@ -115,7 +115,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="after all cases ran, judge each against its history (configs/gates.yaml): the gate item of a "
         "case that regressed fails with the reason, the others pass",
     )
-    g.addoption("--bench-gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
+    g.addoption(
+        "--bench-gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)"
+    )
     g.addoption(
         "--bench-profile",
         action="store_true",
@@ -239,7 +241,9 @@ class BenchSession:
         self.run_info["settings"] = measure.asdict(self.settings)
         if self.config.getoption("bench_no_store"):
             if self.config.getoption("bench_gate"):
-                raise pytest.UsageError("--bench-gate judges runs from the history: it cannot run with --bench-no-store")
+                raise pytest.UsageError(
+                    "--bench-gate judges runs from the history: it cannot run with --bench-no-store"
+                )
             return
         from benchmark.store import StoreError, open_store, resolve_url
 

@@ -95,13 +95,13 @@ def history(tmp_path_factory):
     store.close()
 
 
-def _rows(store):
-    return {r.case_id: r for r in compare_run(store, store.latest_run_id(), min_effect=0.05)}
+def _rows(store, baseline=None):
+    return {r.case_id: r for r in compare_run(store, store.latest_run_id(), baseline, min_effect=0.05)}
 
 
-def test_compare_run_finds_the_injected_slowdown_and_nothing_else(history):
+def test_ab_against_the_previous_run_finds_the_injected_slowdown_and_nothing_else(history):
     _, store = history
-    rows = _rows(store)
+    rows = _rows(store, baseline=store.latest_run_id() - 1)
     assert rows[SLOW].verdict == "slower"
     assert rows[SLOW].ratio == pytest.approx(1.20, abs=0.03)
     assert rows[SLOW].ci_low > 1.05 and rows[SLOW].ci_high < 1.35
@@ -115,9 +115,12 @@ def test_compare_run_finds_the_injected_slowdown_and_nothing_else(history):
     assert not gate_passed(rows.values())
 
 
-def test_history_detector_flags_the_two_run_step(history):
+def test_history_gate_flags_the_two_run_step_and_not_the_one_run_spike(history):
     _, store = history
     rows = _rows(store)
+    assert rows[STEP].verdict == "slower"
+    assert rows[SLOW].verdict in ("same", "inconclusive"), "one run is not yet a regression (persistence)"
+    assert rows[SLOW].history is None
     assert rows[STEP].history == "regression"
     assert rows[STEP].history_magnitude == pytest.approx(0.20, abs=0.04)
     assert rows[STEP].history_change_run_id == RUNS - 1  # the new level starts at run 11 (ids are 1-based)
@@ -129,7 +132,7 @@ def test_counts(history):
     c = counts(_rows(store).values())
     assert c["cases"] == len(LEVELS) + 2
     assert (c["regressions"], c["improvements"], c["errors"], c["skipped"], c["new"]) == (1, 0, 1, 1, 1)
-    assert c["inconclusive"] + c["same"] == 4  # add, relu, step, the weird one
+    assert c["inconclusive"] + c["same"] == 4  # add, relu, the one-run spike, the weird one
     assert c["history_alerts"] == 1
 
 
@@ -150,7 +153,7 @@ def test_markdown_report_counts_table_and_gate(history):
     (counts_row,) = _md_table(text, "**Gate:")
     assert counts_row == [str(len(LEVELS) + 2), "1", "0", counts_row[3], counts_row[4], "1", "1", "1"]
     (reg,) = _md_table(text, "### Regressions (1)")
-    assert reg[0] == f"`{SLOW}`" and reg[1:3] == ["cpu", "dynamic"]
+    assert reg[0] == f"`{STEP}`" and reg[1:3] == ["cpu", "dynamic"]
     assert reg[3].endswith(" us") and reg[4].endswith(" us")  # baseline / new median, ASCII units
     assert float(reg[4].split()[0]) / float(reg[3].split()[0]) == pytest.approx(1.2, abs=0.03)
     assert reg[5].startswith("+") and "(" in reg[5] and ".." in reg[5]  # effect with its interval
@@ -187,7 +190,7 @@ def test_cli_report_md(history, capsys, tmp_path):
     rc = main(["report", "--format", "md", "--db", url, "--out", str(tmp_path / "md"), "--jobs", "1"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "**Gate: FAIL**" in out and f"`{SLOW}`" in out
+    assert "**Gate: FAIL**" in out and f"`{STEP}`" in out
     assert (tmp_path / "md" / "report.md").read_text() == out
     ab = tmp_path / "md" / f"ab-run{store.latest_run_id()}.png"
     assert ab.stat().st_size > 0

@@ -1,15 +1,11 @@
 """What changed: the decisions behind the reports, read from the history store.
 
-Two views, both built on the pure analysis in :mod:`benchmark.analysis`:
+Two views:
 
-* **A/B of one run** (:func:`compare_run`): every result of the run against a baseline result of the
-  same series (same case id, config hash, place and mode; by default the previous ok result on the
-  same machine, or the matching result of an explicit baseline run) with
-  :func:`benchmark.analysis.compare.compare` on the raw samples. Slower/faster verdicts must also
-  survive Benjamini-Hochberg control of the false discovery rate across the run (a 500-case run
-  tested at 1% would otherwise flag five cases by chance). The online history detector
-  (:func:`benchmark.analysis.history.check_latest`) is run on the per-run medians too and reported
-  beside the A/B verdict.
+* **The gate's view of one run** (:func:`compare_run`): the decisions of :mod:`benchmark.gate`
+  (the online history detector on each series' per-run values, or an A/B of raw samples against a
+  given run; Benjamini-Hochberg across the run) as report rows, so a report and `benchmark gate`
+  never disagree.
 * **History of a series** (:func:`load_series`, :func:`analyse`): the per-run medians of one case on one
   machine, its offline change points (:func:`~benchmark.analysis.history.segment`) and the alerts the
   online gate would have raised (:func:`~benchmark.analysis.history.simulate_online`), summed up as a
@@ -29,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.analysis.compare import compare
-from benchmark.analysis.fdr import adjust_pvalues
-from benchmark.analysis.history import Alert, ChangePoint, check_latest, segment, simulate_online
+from benchmark.analysis.history import Alert, ChangePoint, segment, simulate_online
+from benchmark.gate import Decision, GateInputError, evaluate
+from benchmark.gates import DEFAULT_GATES_PATH, Gates, load_gates, with_min_effect
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
@@ -109,117 +105,41 @@ class Row:
         return f"{self.case_id} [{self.place}, {self.mode}]"
 
 
-@dataclass
-class _Base:
-    """The baseline of one series for an A/B: samples, and the medians of its history."""
-
-    samples: np.ndarray
-    median: float | None
-    run_id: int | None
-    commit: str | None
-    history: list[float] = field(default_factory=list)
-    history_runs: list[int] = field(default_factory=list)
-
-
-def _key(result: Mapping[str, Any]) -> tuple[str, str, str, str]:
-    return (result["case_id"], result["config_hash"], result["place"], result["mode"])
-
-
 def _finite(values: Sequence[float] | None) -> np.ndarray:
     x = np.asarray(values if values is not None else [], dtype=float).ravel()
     return x[np.isfinite(x)]
 
 
-def _bases_from_history(store, run_id: int, last: int) -> dict[tuple, _Base]:
-    out = {}
-    for key, b in store.baselines(run_id, last=last).items():
-        if len(b) == 0:
-            continue
-        medians = [float(m) for m in b.medians]
-        out[key] = _Base(
-            samples=_finite(b.samples[-1]),
-            median=medians[-1],
-            run_id=b.run_ids[-1],
-            commit=b.git_commits[-1],
-            history=medians,
-            history_runs=list(b.run_ids),
-        )
-    return out
+_VERDICTS = {"regression": "slower", "improvement": "faster", "pass": "same"}
 
 
-def _bases_from_run(store, baseline_run: int) -> dict[tuple, _Base]:
-    info = store.run(baseline_run) or {}
-    out = {}
-    for r in store.results(baseline_run):
-        if r["status"] != "ok":
-            continue
-        out[_key(r)] = _Base(
-            samples=_finite(r["samples"]),
-            median=(r["stats"] or {}).get("median"),
-            run_id=baseline_run,
-            commit=info.get("git_commit"),
-        )
-    return out
-
-
-def _row_for(result: Mapping[str, Any], base: _Base | None, min_effect: float, alpha: float) -> Row:
-    stats = result.get("stats") or {}
-    row = Row(
-        case_id=result["case_id"],
-        name=result.get("name") or result["case_id"],
-        place=result["place"],
-        mode=result["mode"],
-        config_hash=result["config_hash"],
-        verdict=result["status"],
-        unit=result.get("unit") or "s",
-        new_median=stats.get("median"),
-        confidence=1 - alpha,
-        min_effect=min_effect,
-        message=result.get("message"),
+def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
+    """A report row from the gate's decision for one result (the report shows what the gate decided)."""
+    from_history = d.evidence.startswith("online detector")
+    alerted = from_history and d.verdict in ("regression", "improvement")
+    return Row(
+        case_id=d.case_id,
+        name=d.name,
+        place=d.place,
+        mode=d.mode,
+        config_hash="",
+        verdict=_VERDICTS.get(d.verdict, d.verdict),
+        unit=d.unit,
+        new_median=d.value,
+        baseline_median=d.baseline_value,
+        baseline_run_id=d.baseline_run_id,
+        baseline_commit=commits.get(d.baseline_run_id) if d.baseline_run_id is not None else None,
+        ratio=1.0 + d.effect,
+        ci_low=1.0 + d.ci_low,
+        ci_high=1.0 + d.ci_high,
+        p_value=d.p_value,
+        q_value=d.q_value,
+        reason="; ".join(x for x in (d.evidence, d.baseline and f"baseline: {d.baseline}", d.reason) if x),
+        message=d.reason if d.verdict in ("failed", "error", "skipped") else None,
+        history=d.verdict if alerted else None,
+        history_magnitude=d.effect if alerted else math.nan,
+        history_change_run_id=d.change_run_id if alerted else None,
     )
-    if result["status"] != "ok":
-        row.reason = result.get("message") or f"the case {result['status']}"
-        return row
-    samples = _finite(result.get("samples"))
-    if base is None or base.samples.size == 0:
-        row.verdict, row.reason = "new", "no earlier ok result of this series to compare with"
-        return row
-    c = compare(base.samples, samples, min_effect=min_effect, alpha=alpha)
-    row.verdict, row.reason = c.verdict, c.reason
-    row.ratio, row.ci_low, row.ci_high, row.p_value = c.ratio, c.ci_low, c.ci_high, c.p_value
-    row.baseline_median, row.baseline_run_id, row.baseline_commit = base.median, base.run_id, base.commit
-    return row
-
-
-def _apply_fdr(rows: list[Row], alpha: float) -> None:
-    """Downgrade slower/faster verdicts whose Benjamini-Hochberg q-value exceeds alpha."""
-    tested = [r for r in rows if math.isfinite(r.p_value)]
-    if not tested:
-        return
-    q = adjust_pvalues([r.p_value for r in tested], "bh")
-    for row, qv in zip(tested, q, strict=True):
-        row.q_value = float(qv)
-        if row.verdict in ("slower", "faster") and qv > alpha:
-            row.reason += (
-                f"; not significant across the {len(tested)} comparisons (BH q={qv:.2g} > {alpha:g})"
-            )
-            row.verdict = "inconclusive"
-
-
-def _history_check(row: Row, result: Mapping[str, Any], base: _Base | None, min_effect: float) -> None:
-    """The online detector on the series' per-run medians ending with this result."""
-    if base is None or row.new_median is None or len(base.history) + 1 < MIN_RUNS_TO_TEST:
-        return
-    values = [*base.history, float(row.new_median)]
-    if not all(math.isfinite(v) and v > 0 for v in values):
-        return
-    alert = check_latest(values, min_effect=min_effect)
-    if alert is None:
-        return
-    row.history = alert.direction
-    row.history_magnitude = alert.magnitude
-    runs = [*base.history_runs, result.get("run_id")]
-    row.history_change_run_id = runs[alert.change_index]
 
 
 def compare_run(
@@ -228,33 +148,25 @@ def compare_run(
     baseline: int | None = None,
     *,
     min_effect: float | None = None,
-    alpha: float = DEFAULT_ALPHA,
-    history: bool = True,
+    gates: Gates | None = None,
 ) -> list[Row]:
-    """Compare every result of `run_id` with its baseline; one Row per result, in the run's order.
+    """What the gate decided for every result of `run_id`, as report rows, in the run's order.
 
-    `baseline` is a run id (an A/B between two runs) or None: the previous ok result of each series
-    on the same machine. `min_effect` defaults to configs/gates.yaml's. With `history`, the online
-    detector's verdict over the last 100 runs is added (only when comparing against the history).
-    Raises LookupError when the run does not exist.
+    `baseline` is a run id (an A/B between two runs) or None: each series' history (see
+    :mod:`benchmark.gate`). The thresholds are configs/gates.yaml's; `min_effect` replaces its
+    default. Raises LookupError when the run or the baseline run does not exist.
     """
-    if store.run(run_id) is None:
-        raise LookupError(f"there is no run {run_id}")
-    if baseline is not None and store.run(baseline) is None:
-        raise LookupError(f"there is no baseline run {baseline}")
-    min_effect = default_min_effect() if min_effect is None else min_effect
-    if baseline is None:
-        bases = _bases_from_history(store, run_id, HISTORY_LAST if history else 1)
-    else:
-        bases = _bases_from_run(store, baseline)
-    rows = []
-    for result in store.results(run_id):
-        base = bases.get(_key(result))
-        rows.append(_row_for(result, base, min_effect, alpha))
-        if history and baseline is None and result["status"] == "ok":
-            _history_check(rows[-1], result, base, min_effect)
-    _apply_fdr(rows, alpha)
-    return rows
+    gates = with_min_effect(gates or load_gates(DEFAULT_GATES_PATH), min_effect)
+    try:
+        decisions = evaluate(store, run_id, gates, baseline)
+    except GateInputError as e:
+        raise LookupError(str(e)) from None
+    commits: dict[int, str | None] = {}
+    for d in decisions:
+        rid = d.baseline_run_id
+        if rid is not None and rid not in commits:
+            commits[rid] = (store.run(rid) or {}).get("git_commit")
+    return [_row(d, commits) for d in decisions]
 
 
 def counts(rows: Iterable[Row]) -> dict[str, int]:
@@ -275,8 +187,8 @@ def counts(rows: Iterable[Row]) -> dict[str, int]:
 
 
 def gate_passed(rows: Iterable[Row]) -> bool:
-    """The gate: a run passes when no case is slower than its baseline."""
-    return not any(r.regressed for r in rows)
+    """The gate (as `benchmark gate` decides): no case regressed, errored or failed its checks."""
+    return not any(r.regressed or r.verdict in ERROR_STATUSES for r in rows)
 
 
 # --------------------------------------------------------------------------------------- series history
