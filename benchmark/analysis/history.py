@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as sps
@@ -222,17 +222,16 @@ def _prepare(values: Sequence[float], samples: Sequence[Sequence[float] | None] 
         if len(samples) != v.size:
             raise ValueError("samples must have one entry per value")
         ses = []
-        for i, s in enumerate(samples):
-            s = np.asarray(s if s is not None else [], dtype=float)
-            s = s[np.isfinite(s)]
-            if s.size >= 3:
-                med = float(np.median(s))
-                mad = 1.4826 * float(np.median(np.abs(s - med)))
-                se = 1.2533 * mad / math.sqrt(s.size)  # standard error of a median
+        for run in samples:
+            x = np.asarray(run if run is not None else [], dtype=float)
+            x = x[np.isfinite(x)]
+            if x.size >= 3:
+                med = float(np.median(x))
+                mad = 1.4826 * float(np.median(np.abs(x - med)))
+                se = 1.2533 * mad / math.sqrt(x.size)  # standard error of a median
                 scale = abs(med) if log else unit
                 if scale > 0 and (not log or med > 0):
                     ses.append(se / scale)
-            del i
         if ses:
             floor = float(np.median(ses))
     return _Series(y=y, log=log, unit=unit, floor=floor)
@@ -348,7 +347,6 @@ class _State:
     excluded: np.ndarray  # runs treated as outliers (reverted transients)
     prior: np.ndarray  # residuals of runs of closed levels (NaN elsewhere)
     anchor: float = math.nan  # drift anchor of the current level
-    alerts: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
