@@ -384,11 +384,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not gate_items:
         return
     others = [i for i in items if not i.get_closest_marker("gate")]
-    if config.getoption("bench_gate"):
-        items[:] = others + gate_items
-    else:
-        config.hook.pytest_deselected(items=gate_items)
-        items[:] = others
+    # Without --bench-gate the gate items are not part of the session at all (not "deselected").
+    items[:] = others + gate_items if config.getoption("bench_gate") else others
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
