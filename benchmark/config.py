@@ -109,9 +109,15 @@ class TensorSpec(_Strict):
     def _shape(cls, v: Any) -> Any:
         if isinstance(v, str) and VAR_RE.match(v):
             return v
-        if isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in v):
+        if isinstance(v, list) and all(
+            (isinstance(d, int) and not isinstance(d, bool)) or (isinstance(d, str) and VAR_RE.match(d))
+            for d in v
+        ):
             return v
-        raise ValueError(f"expected a list of integers such as [1000, 1000], or a $grid reference; got {v!r}")
+        raise ValueError(
+            f"expected a list of integers such as [1000, 1000] (an element may be a $grid reference), "
+            f"or a $grid reference; got {v!r}"
+        )
 
 
 class MeasureSpec(_Strict):

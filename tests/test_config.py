@@ -102,6 +102,19 @@ def test_id_and_hash_are_stable_and_hash_follows_config(tmp_path):
     assert c3[0].case_id == c1[0].case_id and c3[0].config_hash != c1[0].config_hash
 
 
+def test_grid_reference_inside_a_shape(tmp_path):
+    issues, cases = issues_of(
+        tmp_path,
+        """
+        cases:
+          - {name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [$n, 64]}}, grid: {n: [8, 16]}, places: [cpu]}
+        """,
+    )
+    assert not issues
+    assert [c.config["inputs"]["x"]["shape"] for c in cases] == [[8, 64], [16, 64]]
+    assert [c.case_id for c in cases] == ["a-8", "a-16"]
+
+
 def test_defaults_merge_into_cases(tmp_path):
     issues, cases = issues_of(
         tmp_path,
