@@ -514,9 +514,9 @@ def run_gate(case: Case, bench: BenchSession) -> None:
     if d is None or d.verdict == "skipped":
         pytest.skip("no result of this case in this run")
     if d.failing:
-        from benchmark.commands.gate import _row
+        from benchmark.commands.gate import format_decision
 
-        pytest.fail(_row(d), pytrace=False)
+        pytest.fail(format_decision(d), pytrace=False)
 
 
 def start_telemetry(place: str, interval: float):

@@ -39,7 +39,7 @@ def _pct(x: float) -> str:
     return "-" if not math.isfinite(x) else f"{x:+.1%}"
 
 
-def _row(d) -> str:
+def format_decision(d) -> str:
     interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}]" if math.isfinite(d.ci_low) else ""
     head = f"{d.verdict.upper():<12} {d.case_id} [{d.place} {d.mode}] {d.metric}"
     detail = f"effect {_pct(d.effect)} {interval}".strip() if math.isfinite(d.effect) else ""
@@ -70,7 +70,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     counts = {v: sum(d.verdict == v for d in decisions) for v in dict.fromkeys(d.verdict for d in decisions)}
     print(f"run {run_id} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
     for d in shown:
-        print(_row(d))
+        print(format_decision(d))
     print(
         f"gate: {'PASS' if ok else 'FAIL'} ({len(failing)} failing case(s), {len(improved)} improvement(s))"
     )

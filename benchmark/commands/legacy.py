@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from benchmark import legacy
+from benchmark.commands import positive_int
 from benchmark.config import load_paths
 
 
@@ -80,7 +81,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--batch-size",
-        type=_positive,
+        type=positive_int,
         default=legacy.DEFAULT_BATCH_SIZE,
         metavar="N",
         help=f"replaces a -1 batch dimension (default {legacy.DEFAULT_BATCH_SIZE})",
@@ -91,15 +92,3 @@ def register(sub) -> None:
         help="emit forward and backward variants of op cases (default: forward only)",
     )
     p.set_defaults(func=cmd_import_legacy)
-
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value

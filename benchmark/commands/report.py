@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmark.commands import positive_int
 from benchmark.store import StoreError, find_project_root, open_store
 
 FORMATS = ("png", "svg", "pdf")
@@ -35,16 +36,6 @@ def _formats(value: str) -> tuple[str, ...]:
             f"formats are a comma-separated list of {', '.join(FORMATS)}; got {value!r}"
         )
     return wanted
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return n
 
 
 def _run_ref(value: str) -> str | int:
@@ -275,7 +266,7 @@ def _db_option(p: argparse.ArgumentParser) -> None:
 def _jobs_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--jobs",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="worker processes for analysis and plots (default: the number of CPUs; 1 renders serially)",
     )
@@ -298,7 +289,7 @@ def register(sub) -> None:
     p.add_argument("--baseline", type=int, metavar="RUN_ID",
                    help="with --run: compare with this run instead of each series' previous result")  # fmt: skip
     p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
-    p.add_argument("--last", type=_positive, metavar="N", help="only the latest N runs of each series")
+    p.add_argument("--last", type=positive_int, metavar="N", help="only the latest N runs of each series")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for the plot files (created)")
     p.add_argument("--format", type=_formats, default=("png", "svg"), metavar="LIST",
                    help="comma-separated file formats: png, svg, pdf (default: png,svg)")  # fmt: skip

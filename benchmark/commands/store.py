@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark.commands import positive_int
 from benchmark.store import (
     DB_URL_ENV,
     StoreError,
@@ -63,13 +64,6 @@ def _one_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
     return " ".join(str(exc).split())
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 # ------------------------------------------------------------------------------------------- formatting
@@ -159,7 +153,9 @@ def _register_runs(subparsers) -> None:
         "'interrupted'.",
     )
     _add_db(parser)
-    parser.add_argument("--last", type=_positive, default=20, metavar="N", help="how many runs (default 20)")
+    parser.add_argument(
+        "--last", type=positive_int, default=20, metavar="N", help="how many runs (default 20)"
+    )
     parser.set_defaults(func=cmd_runs)
 
 
@@ -213,7 +209,7 @@ def _register_history(subparsers) -> None:
     )
     parser.add_argument("pattern", metavar="PATTERN", help="case id glob (op.matmul*) or substring")
     parser.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
-    parser.add_argument("--last", type=_positive, metavar="N", help="only the latest N results per series")
+    parser.add_argument("--last", type=positive_int, metavar="N", help="only the latest N results per series")
     _add_db(parser)
     parser.set_defaults(func=cmd_history)
 
