@@ -31,7 +31,7 @@ import numpy as np
 
 from benchmark.analysis.compare import compare
 from benchmark.analysis.fdr import adjust_pvalues
-from benchmark.analysis.history import DEFAULT_PARAMS, check_latest, latest_pvalue
+from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.gates import Gates, GateSettings
 
 FAILING = ("regression", "failed", "error")
@@ -130,15 +130,24 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
     samples = samples[-(s.history_runs + 1) :]
     runs = runs[-s.history_runs :]
     kw = {"higher_is_better": s.higher_is_better, "samples": samples}
-    alert = check_latest(values, min_effect=s.min_effect, **kw)
+    alerts = simulate_online(values, min_effect=s.min_effect, **kw)
+    newest = len(values) - 1
+    alert = alerts[-1] if alerts and alerts[-1].index == newest else None
     decision.p_value = latest_pvalue(values, **kw)
     decision.baseline = f"history: {len(values) - 1} runs ({runs[0]}..{runs[-1]})"
-    # The effect and its interval: the new run against the runs of the level before it.
-    start = alert.change_index if alert is not None else len(values) - 1
-    level = np.concatenate(samples[max(0, start - 10) : start]) if start > 0 else samples[0]
+    # The effect and its interval: the new run against the level in force before it (the runs
+    # since the last accepted change, at most 10 of them), from the raw samples.
+    accepted = [a.change_index for a in alerts if a.index < newest and a.reverted_at is None]
+    level_start = accepted[-1] if accepted else 0
+    end = alert.change_index if alert is not None else newest
+    level = (
+        np.concatenate(samples[max(level_start, end - 10) : end])
+        if end > level_start
+        else samples[max(end - 1, 0)]
+    )
     c = compare(level, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha)
     decision.effect, decision.ci_low, decision.ci_high = _effect_interval(c)
-    decision.baseline_value = alert.baseline if alert is not None else float(np.median(values[:-1][-10:]))
+    decision.baseline_value = alert.baseline if alert is not None else float(np.median(level))
     decision.baseline_run_id = runs[-1]
     if alert is None:
         decision.verdict = "pass"

@@ -125,7 +125,7 @@ def _run_plot_jobs(store, run_id: int, args, out: Path, compare_run, min_effect:
     rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
     if args.patterns or args.place:
         rows = [r for r in rows if _row_matches(r, args.patterns, args.place)]
-    against = f"run {args.baseline}" if args.baseline else "the previous run of each series"
+    against = f"run {args.baseline}" if args.baseline else "its baseline"
     jobs = [
         plots.PlotJob(
             "ab", str(out / f"ab-run{run_id}"), rows, None, args.format, f"Run {run_id} against {against}"
@@ -207,7 +207,7 @@ def _md_plots(plots, rows, series, run_id: int, args, out: Path, min_effect: flo
     from benchmark.report.html import slug_for
 
     formats = args.plot_format or ("png", "svg")
-    against = f"run {args.baseline}" if args.baseline else "the previous run of each series"
+    against = f"run {args.baseline}" if args.baseline else "its baseline"
     jobs = [
         plots.PlotJob(
             "ab", str(out / f"ab-run{run_id}"), rows, None, formats, f"Run {run_id} against {against}"

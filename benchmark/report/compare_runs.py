@@ -110,6 +110,11 @@ def _finite(values: Sequence[float] | None) -> np.ndarray:
     return x[np.isfinite(x)]
 
 
+BASELINE_TEXT = (
+    "the history of each series on the same machine (same case, config, place, mode): the online detector "
+    "over its per-run values, or an A/B against its previous run while it has fewer than 12 runs; "
+    "FDR-controlled across the run"
+)
 _VERDICTS = {"regression": "slower", "improvement": "faster", "pass": "same"}
 
 

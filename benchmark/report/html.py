@@ -32,6 +32,7 @@ import numpy as np
 
 from benchmark.report import plots
 from benchmark.report.compare_runs import (
+    BASELINE_TEXT,
     STATUS_ORDER,
     Row,
     SeriesAnalysis,
@@ -377,8 +378,8 @@ def _run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str
     stamp = fmt_date(when.timestamp(), True) if hasattr(when, "timestamp") else "–"
     return (
         f'<section id="run"><h2>Run {e(run["id"])} · {e(short_commit(run.get("git_commit")))} · {e(stamp)} · '
-        f'gate {verdict}</h2><p class="note">Each result against the previous ok result of its series '
-        f"on the same machine (A/B on the raw samples, FDR-controlled).</p>"
+        f'gate {verdict}</h2><p class="note">As <code>benchmark gate</code> judges it: each result against '
+        f"{BASELINE_TEXT}.</p>"
         f'<div class="summary">{items}</div>{img}</section>'
     )
 
@@ -704,7 +705,7 @@ def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, for
     and telemetry timelines."""
     jobs: list[plots.PlotJob] = []
     if rows:
-        against = f"run {baseline}" if baseline else "the previous run of each series"
+        against = f"run {baseline}" if baseline else "its baseline"
         jobs.append(
             plots.PlotJob(
                 "ab",

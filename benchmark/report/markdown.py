@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from benchmark.report.compare_runs import ERROR_STATUSES, Row, counts, gate_passed
+from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed
 
 MAX_TABLE_ROWS = 100
 INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
@@ -197,7 +197,7 @@ def _header(run: dict[str, Any], baseline_run: dict[str, Any] | None, db: str | 
     if db:
         parts.append(f"history {code(db)}")
     if baseline_run is None:
-        base = "Baseline: the previous ok result of each series on the same machine (same case, config, place, mode)."
+        base = f"Baseline: {BASELINE_TEXT}."
     else:
         bc = baseline_run.get("git_commit")
         base = f"Baseline: run **{baseline_run['id']}**, commit {code(bc[:10]) if bc else '-'}, {_when(baseline_run.get('started_at'))}."
