@@ -101,6 +101,7 @@ def _plot(args) -> int:
         run_id = _resolve_run(store, args.run, required=False)
         _check_baseline(store, args.baseline)
         series = load_series(store, args.patterns or ["*"], args.place, last=args.last, run_id=run_id)
+        series = [s for s in series if len(s.run_ids)]  # a series that never produced a number has no trend
         if not series and run_id is None:
             raise UsageError(f"no series in {store.display_url} matches {' '.join(args.patterns or ['*'])}")
         min_effect = default_min_effect()

@@ -430,9 +430,10 @@ def ab_chart(rows: Sequence[Row], *, title: str = "A/B: each case against its ba
     ax.grid(True, axis="x", alpha=0.3)
     ax.tick_params(axis="x", labeltop=many, top=many)
     ax.set_title(title, fontsize=10)
-    fig.legend(
-        loc="upper center", bbox_to_anchor=(0.5, 1 - 0.04 / height), fontsize=8, ncols=5, frameon=False
-    )
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(
+            loc="upper center", bbox_to_anchor=(0.5, 1 - 0.04 / height), fontsize=8, ncols=5, frameon=False
+        )
     if not data:
         ax.text(0.5, 0.5, "no case has a baseline to compare with", transform=ax.transAxes, ha="center")
     return fig
