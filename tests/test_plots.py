@@ -325,3 +325,38 @@ def test_render_all_in_parallel_matches_serial(store, tmp_path):
     )
     assert len(parallel) == len(serial) == len(jobs)
     assert all((tmp_path / "p" / f"s{i}.png").stat().st_size > 0 for i in range(len(jobs)))
+
+
+def test_model_series_are_drawn_as_throughput():
+    import numpy as np
+
+    from benchmark.report.compare_runs import SeriesData
+    from benchmark.report.plots import series_metric, trend_plot
+
+    base = dict(
+        case_id="lstm-train",
+        name="lstm",
+        config_hash="h",
+        place="cpu",
+        mode="dynamic",
+        machine="m",
+        series_id=1,
+    )
+    op = SeriesData(
+        **base, run_ids=[1, 2], times=[1.0, 2.0], commits=["a", "b"], medians=np.array([1e-3, 1e-3])
+    )
+    assert series_metric(op) == "time"
+    model = SeriesData(
+        **base,
+        run_ids=[1, 2],
+        times=[1.0, 2.0],
+        commits=["a", "b"],
+        medians=np.array([0.1, 0.1]),
+        ci_low=np.array([0.09, 0.09]),
+        ci_high=np.array([0.11, 0.11]),
+        throughput=np.array([320.0, 330.0]),
+        throughput_unit="samples/s",
+    )
+    assert series_metric(model) == "throughput"
+    fig = trend_plot(model, metric=series_metric(model))
+    assert "samples/s" in fig.axes[0].get_ylabel()

@@ -306,6 +306,12 @@ def _draw_alerts(ax, med: np.ndarray, analysis: SeriesAnalysis, start: int = 0) 
             sc.set_gid("alert-reverted" if reverted else "alert")
 
 
+def series_metric(series: SeriesData) -> str:
+    """Model cases (with a throughput) are drawn in samples/s, everything else in time per iteration."""
+    tp = np.asarray(series.throughput if series.throughput is not None else [], dtype=float)
+    return "throughput" if tp.size and np.isfinite(tp).all() else "time"
+
+
 def trend_plot(
     series: SeriesData,
     analysis: SeriesAnalysis | None = None,
@@ -563,7 +569,7 @@ class PlotJob:
 def render_job(job: PlotJob) -> list[str]:
     """Build and save one figure; returns the written paths (none when there was nothing to plot)."""
     if job.kind == "trend":
-        fig = trend_plot(job.data, job.analysis)
+        fig = trend_plot(job.data, job.analysis, metric=series_metric(job.data))
     elif job.kind == "ab":
         fig = ab_chart(job.data, title=job.title) if job.title else ab_chart(job.data)
     elif job.kind == "telemetry":
