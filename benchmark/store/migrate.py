@@ -8,18 +8,24 @@ transaction (PostgreSQL and SQLite both have transactional DDL), so a failed upg
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Connection, Engine
 
-from benchmark.store.engine import writer
-from benchmark.store.models import Base
+# alembic reports each step at INFO; with a root logger at INFO (paddle sets one up on import) that
+# would print migration chatter into every benchmark run. `benchmark db` commands print their own.
+logging.getLogger("alembic").setLevel(logging.WARNING)
+
+from alembic import command  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from alembic.runtime.migration import MigrationContext  # noqa: E402
+from alembic.script import ScriptDirectory  # noqa: E402
+from sqlalchemy.engine import Connection, Engine  # noqa: E402
+
+from benchmark.store.engine import writer  # noqa: E402
+from benchmark.store.models import Base  # noqa: E402
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "alembic_version"
