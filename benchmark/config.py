@@ -250,8 +250,6 @@ class CaseSpec(_Strict):
                 raise ValueError(f"field {f!r} does not apply to kind {self.kind!r}")
         if self.kind == "model" and self.step is None:
             self.step = ["train", "infer"]
-        if self.kind == "op" and "static" in self.modes and len(self.modes) == 1 and self.backward is True:
-            pass
         return self
 
 
@@ -524,11 +522,10 @@ def _expand(spec, fname, line, lines, base, issue, resolver, models, max_bytes) 
     """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
     name = spec.name
     if spec.kind == "op" and resolver:
-        for op_name in [spec.op]:
-            reason = resolver(op_name)
-            if reason:
-                issue(name, "op", reason, _line_for(lines, base + ("op",)))
-                return []
+        reason = resolver(spec.op)
+        if reason:
+            issue(name, "op", reason, _line_for(lines, base + ("op",)))
+            return []
     if spec.kind == "program" and resolver:
         for i, pop in enumerate(spec.ops or []):
             reason = resolver(pop.op)

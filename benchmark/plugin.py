@@ -28,6 +28,18 @@ from benchmark.config import DEFAULT_MAX_BYTES, Case, config_hash, load_paths
 from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
+PYTEST_BENCHMARK_DEFAULT_COLUMNS = [
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "median",
+    "iqr",
+    "outliers",
+    "ops",
+    "rounds",
+    "iterations",
+]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -334,24 +346,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     session = BenchSession(config)
     config.stash[SESSION_KEY] = session
-    for c in session.cases:
-        for t in c.tags:
-            config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
+    for t in sorted({t for c in session.cases for t in c.tags}):
+        config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
     for m in ("op", "program", "model", "cpu", "gpu", "gate"):
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
     # Fewer, more readable pytest-benchmark columns unless the user chose some.
-    if not config.getoption("benchmark_columns", None) or config.getoption("benchmark_columns") == [
-        "min",
-        "max",
-        "mean",
-        "stddev",
-        "median",
-        "iqr",
-        "outliers",
-        "ops",
-        "rounds",
-        "iterations",
-    ]:
+    if config.getoption("benchmark_columns", None) in (None, [], PYTEST_BENCHMARK_DEFAULT_COLUMNS):
         config.option.benchmark_columns = ["min", "median", "iqr", "rounds", "iterations"]
 
 
