@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.store import open_store
+from benchmark.store import StoreError, open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
 CASES = """
@@ -60,9 +60,12 @@ def test_sigkill_mid_suite_keeps_every_finished_case(tmp_path):
     while time.time() < deadline and len(stored) < 2 and proc.poll() is None:
         time.sleep(0.2)
         if (tmp_path / "history.sqlite").exists():
-            with open_store(url, readonly=True) as store:
-                run_id = store.latest_run_id()
-                stored = store.results(run_id) if run_id else []
+            try:
+                with open_store(url, readonly=True) as store:
+                    run_id = store.latest_run_id()
+                    stored = store.results(run_id) if run_id else []
+            except StoreError:  # the suite is still creating the schema
+                continue
     assert len(stored) >= 2, "the suite stored its first results while running"
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
