@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Time the HTML dashboard on a synthetic history: 500 series x 365 runs by default (issue 6).
 
-    .venv/bin/python scripts/bench_report.py                       # build /tmp/bench_report.sqlite once, then time
+    .venv/bin/python scripts/bench_report.py                       # build bench_report.sqlite in the temp dir once, then time
     .venv/bin/python scripts/bench_report.py --fresh --jobs 2      # rebuild the history first
     .venv/bin/python scripts/bench_report.py --series 50 --runs 60 # a quick, scaled-down run
     .venv/bin/python scripts/bench_report.py --all-plots           # a matplotlib plot for every series
@@ -23,6 +23,7 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,8 +123,16 @@ def dir_size(path: Path) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--db", default="/tmp/bench_report.sqlite", help="SQLite file of the synthetic history")
-    ap.add_argument("--out", default="/tmp/bench_report_html", help="dashboard directory (replaced)")
+    ap.add_argument(
+        "--db",
+        default=str(Path(tempfile.gettempdir()) / "bench_report.sqlite"),
+        help="SQLite file of the synthetic history",
+    )
+    ap.add_argument(
+        "--out",
+        default=str(Path(tempfile.gettempdir()) / "bench_report_html"),
+        help="dashboard directory (replaced)",
+    )
     ap.add_argument("--series", type=int, default=500, help="number of series")
     ap.add_argument("--runs", type=int, default=365, help="runs per series")
     ap.add_argument("--samples", type=int, default=10, help="raw samples per result")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Measure the history store at scale: build a synthetic history, then time the suite's queries.
 
-    .venv/bin/python scripts/bench_store.py --url sqlite:////tmp/bench.sqlite --fresh
+    .venv/bin/python scripts/bench_store.py --url sqlite:///bench.sqlite --fresh
     .venv/bin/python scripts/bench_store.py --url "$BENCHMARK_TEST_PG_URL" --fresh
     .venv/bin/python scripts/bench_store.py --series 100 --runs 100      # a quick, scaled-down run
 
@@ -26,6 +26,7 @@ import datetime as dt
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +54,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--url", default="sqlite:////tmp/benchmark-store-bench.sqlite", help="database URL")
+    parser.add_argument(
+        "--url",
+        default=f"sqlite:///{Path(tempfile.gettempdir()) / 'benchmark-store-bench.sqlite'}",
+        help="database URL",
+    )
     parser.add_argument("--series", type=int, default=1000, help="number of series (default 1000)")
     parser.add_argument("--runs", type=int, default=1000, help="number of runs (default 1000)")
     parser.add_argument("--samples", type=int, default=20, help="raw samples per result (default 20)")
