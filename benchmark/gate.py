@@ -61,6 +61,7 @@ class Decision:
     baseline: str = ""
     reason: str = ""
     change_run_id: int | None = None
+    config_hash: str = ""
     value: float | None = None  # the new run's median, in the metric's unit
     baseline_value: float | None = None  # the baseline's median (the level before the change)
     baseline_run_id: int | None = None  # the run compared with (the latest run of the baseline)
@@ -178,6 +179,7 @@ def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSe
         mode=result["mode"],
         metric=metric,
         verdict=result["status"],
+        config_hash=result.get("config_hash") or "",
     )
     d.unit = "items/s" if metric == "throughput" else (result.get("unit") or "s")
     if result["status"] != "ok":

@@ -127,7 +127,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         name=d.name,
         place=d.place,
         mode=d.mode,
-        config_hash="",
+        config_hash=d.config_hash,
         verdict=_VERDICTS.get(d.verdict, d.verdict),
         unit=d.unit,
         new_median=d.value,
