@@ -109,17 +109,14 @@ def _ab(decision: Decision, base: np.ndarray, new: np.ndarray, s: GateSettings, 
 
 def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: GateSettings) -> Decision:
     batch = result.get("batch_size")
-    medians = np.asarray(base.medians, dtype=float)
-    keep = np.isfinite(medians) & (medians > 0)
-    runs = [r for r, k in zip(base.run_ids, keep, strict=True) if k]
-    per_run = [metric_samples(x, s.metric, batch) for x, k in zip(base.samples, keep, strict=True) if k]
-    values = [float(np.median(x)) if x.size else math.nan for x in per_run]
-    values.append(float(np.median(new)))
-    samples = [*per_run, new]
-    ok = [i for i, v in enumerate(values) if math.isfinite(v)]
-    values = [values[i] for i in ok]
-    samples = [samples[i] for i in ok]
-    runs = [runs[i] for i in ok[:-1]]
+    earlier = []  # (run id, raw samples in the metric's unit) of each earlier run, oldest first
+    for run, raw in zip(base.run_ids, base.samples, strict=True) if base is not None else ():
+        x = metric_samples(raw, s.metric, batch)
+        if x.size:
+            earlier.append((run, x))
+    runs = [run for run, _ in earlier]
+    samples = [*(x for _, x in earlier), new]
+    values = [float(np.median(x)) for x in samples]
     if len(values) < MIN_RUNS:
         if not runs:
             decision.verdict, decision.reason = "new", "no earlier ok result of this series on this machine"
@@ -197,14 +194,16 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
             raise GateInputError(f"there is no baseline run {baseline} in {store.display_url}")
         base_results = {_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
     else:
-        bases = store.baselines(run_id, last=max(g.history_runs for g in _settings(results, gates)) + 1)
+        bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1)
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
         if result["status"] == "ok":
             new = metric_samples(result.get("samples") or [], s.metric, result.get("batch_size"))
             d.value = float(np.median(new)) if new.size else None
-            if baseline is not None:
+            if not new.size:
+                d.verdict, d.reason = "new", "the result has no raw samples to judge"
+            elif baseline is not None:
                 b = base_results.get(_key(result))
                 if b is None:
                     d.verdict, d.reason = "new", f"run {baseline} has no ok result of this series"
@@ -222,10 +221,6 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
         decisions.append(d)
     _control_fdr(decisions, gates.spec.defaults.alpha)
     return decisions
-
-
-def _settings(results: Iterable[Mapping], gates: Gates) -> list[GateSettings]:
-    return [gates.for_case(r["case_id"], r.get("name"), r["place"]) for r in results] or [gates.for_case("")]
 
 
 def _key(r: Mapping[str, Any]) -> tuple:
