@@ -28,6 +28,7 @@ from benchmark.config import DEFAULT_MAX_BYTES, Case, config_hash, load_paths
 from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
+JSON_REFRESH_S = 5.0
 PYTEST_BENCHMARK_DEFAULT_COLUMNS = [
     "min",
     "max",
@@ -192,6 +193,7 @@ class BenchSession:
         self.results: list[CaseResult] = []
         self.json_path = Path(opt("bench_json") or self.root / "results" / "summary.json")
         self.started = time.time()
+        self.json_written = 0.0
         self.store = None
         self.run_id: int | None = None
         self.decisions: dict | None = None
@@ -270,9 +272,9 @@ class BenchSession:
         """The gate's decision for `case` in this run (all cases are judged together, once)."""
         if self.decisions is None:
             from benchmark.gate import evaluate
-            from benchmark.gates import load_gates
+            from benchmark.gates import DEFAULT_GATES_PATH, load_gates
 
-            gates = load_gates(self.config.getoption("bench_gates") or self.root / "configs" / "gates.yaml")
+            gates = load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
             self.decisions = {d.key: d for d in evaluate(self.store, self.run_id, gates)}
         return self.decisions.get((case.case_id, case.place, case.mode))
 
@@ -292,7 +294,10 @@ class BenchSession:
 
     def record(self, result: CaseResult) -> None:
         self.results.append(result)
-        self.write_json()
+        # The history has each result at once; the JSON summary (all results, rewritten whole) is
+        # refreshed every few seconds and at the end, so a long suite does not rewrite it per case.
+        if time.time() - self.json_written >= JSON_REFRESH_S:
+            self.write_json()
         if self.store is not None and self.run_id is not None:
             self.store.add_result(self.run_id, result.to_dict())
 
@@ -306,6 +311,7 @@ class BenchSession:
         tmp = self.json_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=1, default=str))
         os.replace(tmp, self.json_path)
+        self.json_written = time.time()
 
     def finish(self, exitstatus: int) -> None:
         status = "complete" if exitstatus in (0, 1) else ("interrupted" if exitstatus == 2 else "failed")

@@ -6,14 +6,11 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 
 from benchmark.commands.store import _add_db, _run_id
 from benchmark.gate import GateInputError, check_has_baseline, evaluate, passed
-from benchmark.gates import GateError, load_gates
+from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates
 from benchmark.store import StoreError, open_store
-
-DEFAULT_GATES = Path(__file__).resolve().parents[2] / "configs" / "gates.yaml"
 
 
 def register(sub) -> None:
@@ -27,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--run", default="latest", metavar="ID", help="run to judge: an id or 'latest' (default)")
     p.add_argument("--baseline", default="history", metavar="history|RUN_ID", help="what to compare with")
     p.add_argument(
-        "--gates", default=str(DEFAULT_GATES), metavar="FILE", help="gate settings (configs/gates.yaml)"
+        "--gates", default=str(DEFAULT_GATES_PATH), metavar="FILE", help="gate settings (configs/gates.yaml)"
     )
     p.add_argument("--json", action="store_true", help="print the decisions as JSON")
     p.add_argument("--all", action="store_true", help="list every case, not only failing and improved ones")

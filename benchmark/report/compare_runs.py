@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmark.analysis.history import Alert, ChangePoint, segment, simulate_online
 from benchmark.gate import Decision, GateInputError, evaluate
-from benchmark.gates import DEFAULT_GATES_PATH, Gates, load_gates, with_min_effect
+from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
@@ -47,16 +47,11 @@ STATUS_ORDER = ("regression", "error", "improvement", "skipped", "new", "ok")
 
 def default_min_effect(project_root: str | Path | None = None) -> float:
     """`defaults.min_effect` of configs/gates.yaml when it is readable, else 0.05."""
-    root = Path(project_root) if project_root else Path(__file__).resolve().parents[2]
-    path = root / "configs" / "gates.yaml"
+    path = Path(project_root) / "configs" / "gates.yaml" if project_root else DEFAULT_GATES_PATH
     try:
-        import yaml
-
-        data = yaml.safe_load(path.read_text()) or {}
-        value = float((data.get("defaults") or {}).get("min_effect", DEFAULT_MIN_EFFECT))
-    except Exception:  # unreadable or invalid: the gate command reports it, the report falls back
+        return load_gates(path).spec.defaults.min_effect
+    except GateError:  # unreadable or invalid: the gate command reports it, the report falls back
         return DEFAULT_MIN_EFFECT
-    return value if value >= 0 else DEFAULT_MIN_EFFECT
 
 
 # ------------------------------------------------------------------------------------------ A/B of a run
