@@ -55,6 +55,7 @@ NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 # A public dotted API name under paddle: no dunder or private segment anywhere.
 OP_RE = re.compile(r"^paddle(\.[A-Za-z][A-Za-z0-9_]*)+$")
 REFERENCE_RE = re.compile(r"^(numpy|torch)(\.[A-Za-z][A-Za-z0-9_]*)+$")
+TORCH_OP_RE = re.compile(r"^torch(\.[A-Za-z][A-Za-z0-9_]*)+$")
 VAR_RE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 # Default ceiling on the bytes a single case may allocate for its inputs (and their gradients),
 # checked before anything is allocated. Overridable with the `max_bytes` argument / --bench-max-bytes.
@@ -224,6 +225,15 @@ class CaseSpec(_Strict):
             raise ValueError(
                 f"{v!r} is not a public numpy or torch function: expected e.g. 'numpy.abs' "
                 "(no private or dunder names)"
+            )
+        return v
+
+    @field_validator("torch_op")
+    @classmethod
+    def _torch_op(cls, v: str | None) -> str | None:
+        if v is not None and not TORCH_OP_RE.match(v):
+            raise ValueError(
+                f"{v!r} is not a public torch function: expected e.g. 'torch.abs' (no private or dunder names)"
             )
         return v
 

@@ -162,6 +162,10 @@ class TestUnavailableAndErrors:
         with pytest.raises(ValueError):
             prepare(op_case(name, {"x": [3]}, torch_op=name))
 
+    def test_a_torch_name_cannot_reach_modules_outside_torch(self):
+        with pytest.raises(ValueError, match="torch.os is not a torch module"):
+            prepare(op_case("torch.os.system", {"x": [3]}, torch_op="torch.os.system"))
+
     def test_a_name_outside_paddle_and_torch_resolves_to_nothing(self):
         with pytest.raises(RunnerUnavailable, match="no torch equivalent"):
             prepare(op_case("os.system", {"x": [3]}))

@@ -8,9 +8,13 @@ imports and tests without one.
 
 from __future__ import annotations
 
+import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 class RunnerUnavailable(Exception):
@@ -42,3 +46,55 @@ class Runner:
 
     def prepare(self, case) -> Prepared:  # pragma: no cover - interface
         raise NotImplementedError
+
+
+def resolve_public(
+    name: str,
+    root: types.ModuleType,
+    label: str,
+    noun: str,
+    *,
+    is_function: Callable[[Any], bool] = callable,
+    missing: Callable[[str], Exception] | None = None,
+) -> Any:
+    """Resolve a dotted name under the package `root` ("paddle.nn.functional.softmax") by attribute
+    access only, or raise ValueError saying why. The rule every config name obeys: each segment is
+    public (no leading underscore, no dunder), each intermediate object is a module of the package
+    (so `paddle.os.system` or `torch.os.system` never reach `os`), and the target is a function
+    (`is_function`), not a class or a module, defined inside the package.
+
+    `label` starts each message (e.g. "'paddle.abs'"); `missing(path)` builds the error for an
+    attribute the package does not have (default: a ValueError).
+    """
+    package = root.__name__
+    parts = name.split(".")
+    if parts[0] != package or len(parts) < 2:
+        raise ValueError(f"{label} is not under '{package}.'")
+    for seg in parts[1:]:
+        if not _SEGMENT.match(seg):
+            raise ValueError(f"{label}: segment {seg!r} is private or not a plain name")
+
+    def inside(module_name: str) -> bool:
+        return module_name == package or module_name.startswith(package + ".")
+
+    obj: Any = root
+    for i, seg in enumerate(parts[1:], start=1):
+        if not (isinstance(obj, types.ModuleType) and inside(obj.__name__)):
+            raise ValueError(f"{label}: {'.'.join(parts[:i])} is not a {package} module")
+        if not hasattr(obj, seg):
+            path = ".".join(parts[: i + 1])
+            raise (missing(path) if missing else ValueError(f"{label}: {package} has no attribute {path!r}"))
+        obj = getattr(obj, seg)
+    if isinstance(obj, (type, types.ModuleType)) or not is_function(obj):
+        kind = (
+            "module"
+            if isinstance(obj, types.ModuleType)
+            else "class"
+            if isinstance(obj, type)
+            else type(obj).__name__
+        )
+        raise ValueError(f"{label} is not {noun} (it is a {kind})")
+    module = getattr(obj, "__module__", None) or ""
+    if not inside(module):
+        raise ValueError(f"{label} is defined outside {package} (in {module or 'an unknown module'})")
+    return obj

@@ -6,47 +6,18 @@ gradient accumulates between iterations); a forward case times the call alone.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from benchmark.runners import paddle_common as pc
-from benchmark.runners.base import Prepared, RunnerUnavailable
-
-_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_public
 
 
 def resolve_op(name: str):
-    """Resolve a dotted public name under `paddle` to a callable, or raise ValueError saying why.
-
-    Only attribute access on paddle modules is used: every segment must be public (no leading
-    underscore), every intermediate object a module inside the paddle package, and the target a
-    function (not a class or a module) defined inside paddle.
-    """
-    import types
-
-    parts = name.split(".")
-    if parts[0] != "paddle" or len(parts) < 2:
-        raise ValueError(f"{name!r} is not under 'paddle.'")
-    for seg in parts[1:]:
-        if not _SEGMENT.match(seg):
-            raise ValueError(f"{name!r}: segment {seg!r} is private or not a plain name")
-    obj: Any = pc.paddle()
-    for i, seg in enumerate(parts[1:], start=1):
-        if not isinstance(obj, types.ModuleType) or not (
-            obj.__name__ == "paddle" or obj.__name__.startswith("paddle.")
-        ):
-            raise ValueError(f"{name!r}: {'.'.join(parts[:i])} is not a paddle module")
-        if not hasattr(obj, seg):
-            raise ValueError(f"{name!r}: paddle has no attribute {'.'.join(parts[: i + 1])!r}")
-        obj = getattr(obj, seg)
-    if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
-        raise ValueError(f"{name!r} is not an operator function (it is a {type(obj).__name__})")
-    module = getattr(obj, "__module__", None) or ""
-    if not (module == "paddle" or module.startswith("paddle.")):
-        raise ValueError(f"{name!r} is defined outside paddle (in {module or 'an unknown module'})")
-    return obj
+    """Resolve a dotted public name under `paddle` to an operator function, or raise ValueError
+    saying why (the rule is `benchmark.runners.base.resolve_public`)."""
+    return resolve_public(name, pc.paddle(), repr(name), "an operator function")
 
 
 def resolver(name: str) -> str | None:

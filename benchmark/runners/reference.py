@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchmark import accuracy
-from benchmark.runners.base import RunnerUnavailable
+from benchmark.runners.base import RunnerUnavailable, resolve_public
 
 _SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PACKAGES = ("numpy", "torch")
@@ -133,28 +133,9 @@ def resolve_reference(name: str) -> Callable[..., Any]:
             raise ValueError(
                 f"reference {name!r}: {seg!r} (file I/O, global state or code loading) is refused"
             )
-    obj: Any = _import_package(name, package)
-    for i, seg in enumerate(parts[1:], start=1):
-        prefix = ".".join(parts[:i])
-        mod_name = getattr(obj, "__name__", "") if isinstance(obj, types.ModuleType) else ""
-        if not (mod_name == package or mod_name.startswith(package + ".")):
-            raise ValueError(f"reference {name!r}: {prefix} is not a {package} module")
-        if not hasattr(obj, seg):
-            raise ValueError(f"reference {name!r}: {package} has no attribute {'.'.join(parts[: i + 1])!r}")
-        obj = getattr(obj, seg)
-    if isinstance(obj, (type, types.ModuleType)) or not _is_function(obj):
-        kind = (
-            "module"
-            if isinstance(obj, types.ModuleType)
-            else "class"
-            if isinstance(obj, type)
-            else type(obj).__name__
-        )
-        raise ValueError(f"reference {name!r} is not a function (it is a {kind})")
-    module = getattr(obj, "__module__", None) or package
-    if not (module == package or module.startswith(package + ".")):
-        raise ValueError(f"reference {name!r} is defined outside {package} (in {module})")
-    return obj
+    return resolve_public(
+        name, _import_package(name, package), f"reference {name!r}", "a function", is_function=_is_function
+    )
 
 
 # ------------------------------------------------------------------------------------------

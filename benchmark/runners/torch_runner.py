@@ -46,9 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.runners.base import Prepared, Runner, RunnerUnavailable
+from benchmark.runners.base import Prepared, Runner, RunnerUnavailable, resolve_public
 
-_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _PLACE = re.compile(r"^(cpu|gpu|cuda)(?::(\d+))?$")
 
 
@@ -143,18 +142,15 @@ def torch_device(torch, place: str):
 
 
 def resolve_torch_name(torch, name: str) -> Callable:
-    """A public callable reached by attribute access from `torch` ("torch.nn.functional.relu")."""
-    parts = name.split(".")
-    if parts[0] != "torch" or len(parts) < 2 or not all(_SEGMENT.match(p) for p in parts[1:]):
-        raise ValueError(f"{name!r} is not a public torch name such as 'torch.abs'")
-    obj: Any = torch
-    for i, part in enumerate(parts[1:], start=1):
-        if not hasattr(obj, part):
-            raise RunnerUnavailable(f"torch {torch.__version__} has no {'.'.join(parts[: i + 1])}")
-        obj = getattr(obj, part)
-    if isinstance(obj, type) or not callable(obj):
-        raise ValueError(f"{name!r} is not a torch function")
-    return obj
+    """A public torch function reached by attribute access from `torch` ("torch.nn.functional.relu"),
+    under the same rule as paddle ops (`benchmark.runners.base.resolve_public`)."""
+    return resolve_public(
+        name,
+        torch,
+        repr(name),
+        "a torch function",
+        missing=lambda path: RunnerUnavailable(f"torch {torch.__version__} has no {path}"),
+    )
 
 
 def _op_spec(op: str, torch_op: str | None) -> tuple[str, OpSpec | None]:
