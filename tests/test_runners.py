@@ -168,3 +168,128 @@ def test_framework_info_names_versions():
     info = runners.framework_info()
     assert info["framework"] == "paddle" and info["paddle_version"]
     assert "compiled_with_cuda" in info
+
+
+# -- the CUDA path, with a fake paddle device module (this machine has no GPU build) -------------------
+
+try:
+    from tests.fakes import fake_paddle_device as fake_device
+except ImportError:  # tests/ itself is on sys.path
+    from fakes import fake_paddle_device as fake_device
+
+
+@pytest.fixture
+def fresh_probe():
+    paddle_common._probed.clear()
+    paddle_common._probe_failures.clear()
+    yield
+    paddle_common._probed.clear()
+    paddle_common._probe_failures.clear()
+
+
+def _params(fn) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(fn).parameters)
+
+
+def test_fake_device_module_has_the_installed_paddles_signatures():
+    import paddle
+
+    version = ".".join(paddle.__version__.split(".")[:3])
+    if version not in fake_device.SIGNATURES:
+        pytest.skip(f"no recorded signatures for paddle {paddle.__version__}")
+    real = {
+        "max_memory_allocated": paddle.device.cuda.max_memory_allocated,
+        "reset_max_memory_allocated": getattr(paddle.device.cuda, "reset_max_memory_allocated", None),
+        "synchronize": paddle.device.synchronize,
+        "Event.__init__": paddle.device.Event.__init__,
+        "Event.record": paddle.device.Event.record,
+        "Event.elapsed_time": paddle.device.Event.elapsed_time,
+    }
+    fake = fake_device.FakePaddle(version)
+    mine = {
+        "max_memory_allocated": fake.device.cuda.max_memory_allocated,
+        "reset_max_memory_allocated": getattr(fake.device.cuda, "reset_max_memory_allocated", None),
+        "synchronize": fake.device.synchronize,
+        "Event.__init__": fake.device.Event.__init__,
+        "Event.record": fake.device.Event.record,
+        "Event.elapsed_time": fake.device.Event.elapsed_time,
+    }
+    for name, params in fake_device.SIGNATURES[version].items():
+        assert _params(real[name]) == params, name
+        assert _params(mine[name]) == params, name
+
+
+def test_real_paddle_rejects_the_bare_gpu_string_and_so_does_the_fake():
+    import paddle
+
+    with pytest.raises(ValueError, match="string gpu is not expected"):
+        paddle.device.cuda.extract_cuda_device_id("gpu", op_name="paddle.device.cuda.max_memory_allocated")
+    fake = fake_device.FakePaddle()
+    with pytest.raises(ValueError, match="string gpu is not expected"):
+        fake.device.cuda.max_memory_allocated("gpu")
+
+
+@pytest.mark.parametrize(("place", "name"), [("gpu", "gpu:0"), ("gpu:0", "gpu:0"), ("gpu:1", "gpu:1")])
+def test_peak_memory_and_sync_pass_gpu_n_to_paddle(place, name):
+    fake = fake_device.FakePaddle(count=2)
+    index = int(name[-1])
+    fake.dev.allocate(index, 1000)
+    read = paddle_common.peak_memory_tracker(place, cuda=fake.device.cuda)
+    fake.dev.allocate(index, 500)
+    assert read() == 1500
+    paddle_common.synchronizer(place, pd=fake)()
+    assert ("reset_max_memory_allocated", name) in fake.dev.calls
+    assert ("max_memory_allocated", name) in fake.dev.calls
+    assert ("device.synchronize", name) in fake.dev.calls
+
+
+def test_peak_memory_is_off_with_a_reason_on_paddle_2_6():
+    fake = fake_device.FakePaddle("2.6.2")
+    assert paddle_common.peak_memory_tracker("gpu", cuda=fake.device.cuda) is None
+    ok, reason = paddle_common.peak_memory_support(fake.device.cuda, fake.__version__)
+    assert not ok and "reset_max_memory_allocated" in reason and "2.6.2" in reason
+    assert not fake.dev.calls, "no device API was called"
+
+
+def test_device_timing_is_refused_on_paddle_2_6_and_said_once(fresh_probe):
+    fake = fake_device.FakePaddle("2.6.2")
+    assert paddle_common.device_timer_factory("gpu:0", pd=fake) is None
+    notes = paddle_common.gpu_notes(fake)
+    assert len(notes) == 2
+    assert any("device timing off" in n and "elapsed_time returns 0" in n for n in notes)
+    assert any("peak device memory off" in n for n in notes)
+
+
+def test_device_timer_reads_the_device_clock_on_paddle_3(fresh_probe):
+    fake = fake_device.FakePaddle("3.3.1")
+    factory = paddle_common.device_timer_factory("gpu", pd=fake)
+    assert factory is not None
+    timer = factory()
+    timer.start()
+    fake.work(2e-3)
+    timer.stop()
+    assert timer.elapsed_s() == pytest.approx(2e-3)
+    assert paddle_common.gpu_notes(fake) == []
+
+
+def test_events_that_read_zero_turn_device_timing_off(fresh_probe, monkeypatch):
+    from benchmark import measure
+    from benchmark.runners.base import Prepared
+
+    fake = fake_device.FakePaddle("3.3.1")
+    monkeypatch.setattr(fake.device.Event, "elapsed_time", lambda self, end: 0)
+    assert paddle_common.device_timer_factory("gpu:0", pd=fake) is None
+    assert any("read 0" in n for n in paddle_common.gpu_notes(fake))
+    prepared = Prepared(step=lambda: None, device_timer=None)
+    plan = measure.Plan(iterations=1, rounds=3, warmup_iterations=1, estimate=1e-3)
+    assert measure.device_times(prepared, plan, 3) is None  # nothing stored, never a 0
+
+
+def test_paddle_versions_are_read_as_numbers():
+    assert paddle_common.version_tuple("2.6.2") == (2, 6, 2)
+    assert paddle_common.version_tuple("3.0.0rc1") == (3, 0, 0)
+    assert paddle_common._is_legacy(fake_device.FakePaddle("2.6.2"))
+    assert not paddle_common._is_legacy(fake_device.FakePaddle("3.0.0"))
+    assert not paddle_common._is_legacy(fake_device.FakePaddle("0.0.0"))  # develop build
