@@ -7,6 +7,8 @@ Everything in it is plain data (JSON-serialisable); samples are seconds per iter
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,3 +56,33 @@ class CaseResult:
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def bad_timings(values: Any) -> int:
+    """How many of `values` are not timings: not a number, NaN, infinite, zero or negative."""
+    bad = 0
+    for v in values or ():
+        try:
+            x = float(v)
+        except (TypeError, ValueError, OverflowError):
+            bad += 1
+            continue
+        if not (math.isfinite(x) and x > 0):
+            bad += 1
+    return bad
+
+
+def timing_problem(result: Mapping[str, Any] | CaseResult) -> str | None:
+    """Why a result's raw samples cannot be stored (NaN, inf, zero or negative seconds), or None.
+
+    No such value ever reaches the history: the store refuses it, and the suite records the case as
+    an error with this reason instead.
+    """
+    data = result.to_dict() if isinstance(result, CaseResult) else result
+    problems = []
+    for key in ("samples", "device_samples"):
+        values = data.get(key) or []
+        bad = bad_timings(values)
+        if bad:
+            problems.append(f"{bad} of {len(values)} {key.replace('_', ' ')} are not finite positive numbers")
+    return "; ".join(problems) or None

@@ -118,9 +118,9 @@ def test_results_that_are_not_numbers_stay_that_way(store, machine, make_result)
 
 
 def test_nan_and_numpy_values_are_stored_as_plain_json(store, machine, make_result):
-    stats = {**summarize([0.0, 0.0, 0.0]), "cv": math.nan, "odd": np.float32(1.5)}
+    stats = {**summarize([1e-3, 1e-3, 1e-3]), "cv": math.nan, "odd": np.float32(1.5)}
     run_id = new_run(store, machine)
-    store.add_result(run_id, make_result(samples=[0.0, 0.0, 0.0], stats=stats, extra={"n": np.int64(3)}))
+    store.add_result(run_id, make_result(samples=[1e-3, 1e-3, 1e-3], stats=stats, extra={"n": np.int64(3)}))
     (stored,) = store.results(run_id)
     assert stored["stats"]["cv"] is None
     assert stored["stats"]["odd"] == 1.5
@@ -291,7 +291,14 @@ def test_baselines_compare_like_with_like_only(store, machine, make_result):
         store.add_result(run_id, make_result("op.add", config_hash="other-config"))
         store.add_result(run_id, make_result("op.add", mode="static"))
         store.add_result(run_id, make_result("op.add", place="gpu:0"))
+        store.finish_run(run_id)
         previous.append(run_id)
+    # Runs that did not complete are no baseline (unless asked): one killed, one still running.
+    killed = new_run(store, machine, offset=-5.5)
+    store.add_result(killed, make_result("op.add", samples=[5e-3] * 6))
+    store.finish_run(killed, "interrupted")
+    running = new_run(store, machine, offset=-5)
+    store.add_result(running, make_result("op.add", samples=[5e-3] * 6))
     failed = new_run(store, machine, offset=-4)
     store.add_result(failed, make_result("op.add", samples=[], status="failed", message="oom"))
     elsewhere = new_run(store, other_machine, offset=-3)
@@ -315,6 +322,7 @@ def test_baselines_compare_like_with_like_only(store, machine, make_result):
     assert base.run_times == sorted(base.run_times)
     assert len(baselines[series_key(make_result("op.new-case"))]) == 0
 
+    assert store.baselines(target, statuses=None)[key].run_ids == [*previous, killed, running]
     last_two = store.baselines(target, last=2)[key]
     assert last_two.run_ids == previous[-2:]
     assert store.baselines(previous[0])[key].run_ids == []

@@ -5,8 +5,15 @@ killed process loses no finished result) -> `finish_run`. Transient "database is
 connection errors are retried; on SQLite each write transaction takes the lock at BEGIN (WAL mode, busy
 timeout), so concurrent writers queue instead of failing.
 
-Reads: `runs`, `run`, `results`, `history`, `baselines`, `latest_run_id`. A run recorded as 'running'
-whose process is gone (same host) or whose heartbeat is stale (other hosts) reads as 'interrupted'.
+Reads: `runs`, `run`, `results`, `history`, `baselines`, `latest_run_id`, `group_runs`.
+
+A run's status is the truth, checked where it is read:
+- `complete` only when every result the run set out to store (`expected_results`) is there;
+  `finish_run(.., "complete")` records `incomplete` instead when some are missing.
+- A run recorded as `running` whose process is gone (same host) or whose heartbeat lease expired
+  (`heartbeat_at` older than LEASE_FACTOR x `heartbeat_s`; the writer refreshes it from a thread,
+  see `start_heartbeat`) reads as `interrupted`, without any later process having to touch it.
+- Baselines come only from runs recorded `complete`, unless asked otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import operator
 import random
 import re
 import socket
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -36,6 +44,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from benchmark.environment import fingerprint
+from benchmark.results import timing_problem
 from benchmark.store.engine import StoreError, error_reason, shown, writer
 from benchmark.store.models import (
     RESULT_STATUSES,
@@ -61,9 +70,16 @@ TELEMETRY, PROFILE = Telemetry.__table__, Profile.__table__
 STAT_COLUMNS = ("min", "max", "median", "mean", "stddev", "q1", "q3", "iqr", "ci_low", "ci_high")
 FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
 WRITE_ATTEMPTS = 8
+# A `running` run without a lease of its own (recorded before revision 0003) is stale after this.
 DEFAULT_STALE_AFTER_S = 3600.0
 # add_result refreshes the run's heartbeat at most this often (a write of its own).
 HEARTBEAT_INTERVAL_S = 10.0
+# The heartbeat thread's period, recorded with the run as its lease (`heartbeat_s`); a run whose
+# heartbeat is older than LEASE_FACTOR periods is dead.
+HEARTBEAT_PERIOD_S = 30.0
+LEASE_FACTOR = 4.0
+# Statuses of the runs baselines are taken from, unless a caller asks for others.
+BASELINE_RUN_STATUSES = ("complete",)
 TIMELINE_FORMAT = "json+zlib"
 WILDCARDS = frozenset("*?")
 
@@ -148,6 +164,7 @@ class Store:
         self._runs: dict[int, tuple[int, float]] = {}  # run id -> (machine id, start in epoch s)
         self._preloaded: set[int] = set()
         self._last_beat: dict[int, float] = {}  # run id -> time.monotonic() of its last heartbeat
+        self._beaters: dict[int, tuple[threading.Event, threading.Thread]] = {}
 
     # ---------------------------------------------------------------------------------------- basics
 
@@ -157,6 +174,8 @@ class Store:
         return shown(self.url)
 
     def close(self) -> None:
+        for run_id in list(self._beaters):
+            self.stop_heartbeat(run_id)
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -261,18 +280,68 @@ class Store:
         """Mark the run as alive (add_result does this too)."""
         self._transact(lambda conn: self._touch(conn, run_id))
 
-    def finish_run(self, run_id: int, status: str = "complete", *, finished_at: Any = None) -> None:
-        """Close a run: status is complete, interrupted or failed."""
+    def start_heartbeat(self, run_id: int, period: float = HEARTBEAT_PERIOD_S) -> None:
+        """Refresh the run's heartbeat every `period` seconds from a daemon thread until
+        `stop_heartbeat` / `finish_run` / `close`. The run should have been begun with
+        `heartbeat_s=period`, its lease: readers take it as dead after LEASE_FACTOR periods of silence
+        (a SIGKILLed process stops beating at once). A failed beat is not an error of the run: the
+        next one tries again, and a writer that cannot reach the database shows as a stale lease."""
+        if run_id in self._beaters:
+            return
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(period):
+                try:
+                    # Not through _transact: its failure handling resets caches the writer is using.
+                    with self._writer.begin() as conn:
+                        conn.execute(TOUCH_RUN, {"b_run_id": run_id, "b_beat": _now()})
+                except Exception:  # noqa: BLE001, S110 - see the docstring
+                    pass
+
+        thread = threading.Thread(target=beat, name=f"benchmark-heartbeat-{run_id}", daemon=True)
+        thread.start()
+        self._beaters[run_id] = (stop, thread)
+
+    def stop_heartbeat(self, run_id: int) -> None:
+        stop, thread = self._beaters.pop(run_id, (None, None))
+        if stop is not None:
+            stop.set()
+            thread.join(timeout=5.0)  # a beat blocked on a dead server must not hold the session
+
+    def finish_run(
+        self, run_id: int, status: str = "complete", *, finished_at: Any = None, note: str | None = None
+    ) -> str:
+        """Close a run with a final status (complete, incomplete, interrupted or failed) and an
+        optional note saying why; returns the status recorded.
+
+        `complete` is checked, not trusted: when the run was begun with `expected_results` and fewer
+        results are stored, the run is recorded `incomplete`, its note naming how many are missing.
+        """
         if status not in FINAL_RUN_STATUSES:
             raise ValueError(f"run status must be one of {', '.join(FINAL_RUN_STATUSES)}, not {status!r}")
         finished = to_datetime(finished_at) if finished_at is not None else _now()
+        self.stop_heartbeat(run_id)
 
-        def work(conn: Connection) -> None:
-            stmt = sa.update(RUN).where(RUN.c.id == run_id).values(status=status, finished_at=finished)
-            if conn.execute(stmt).rowcount == 0:
+        def work(conn: Connection) -> str:
+            expected = conn.execute(sa.select(RUN.c.expected_results).where(RUN.c.id == run_id)).first()
+            if expected is None:
                 raise StoreError(f"{self.display_url}: there is no run {run_id}")
+            recorded, why = status, note
+            if status == "complete" and expected[0] is not None:
+                stored = _count_results(conn, run_id)
+                if stored < expected[0]:
+                    recorded = "incomplete"
+                    why = "; ".join(p for p in (missing_note(expected[0], stored), note) if p)
+            stmt = (
+                sa.update(RUN)
+                .where(RUN.c.id == run_id)
+                .values(status=recorded, finished_at=finished, note=why)
+            )
+            conn.execute(stmt)
+            return recorded
 
-        self._transact(work)
+        return self._transact(work)
 
     def _insert_results(self, conn: Connection, run_id: int, batch: list[dict[str, Any]]) -> list[int]:
         machine_id, run_time = self._run_key(conn, run_id)
@@ -374,11 +443,19 @@ class Store:
 
     # ---------------------------------------------------------------------------------------- reads
 
-    def latest_run_id(self) -> int | None:
-        """The most recently started run, or None in an empty history."""
+    def latest_run_id(self, run_group: str | None = None) -> int | None:
+        """The most recently started run (of `run_group`, if given), or None."""
         query = sa.select(RUN.c.id).order_by(RUN.c.started_at.desc(), RUN.c.id.desc()).limit(1)
+        if run_group is not None:
+            query = query.where(RUN.c.run_group == run_group)
         with self._read() as conn:
             return conn.execute(query).scalar()
+
+    def group_runs(self, run_group: str) -> list[int]:
+        """The ids of the runs of one group (e.g. the shards of one nightly), oldest first."""
+        query = sa.select(RUN.c.id).where(RUN.c.run_group == run_group).order_by(RUN.c.started_at, RUN.c.id)
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         """Everything recorded about one run, with its machine's description under `machine_info`."""
@@ -389,11 +466,11 @@ class Store:
         )
         with self._read() as conn:
             row = conn.execute(query).mappings().first()
-        if row is None:
-            return None
+            if row is None:
+                return None
+            counts = self._result_counts(conn, [run_id])
         out = dict(row)
-        out["recorded_status"] = out["status"]
-        out["status"] = self._effective_status(out, _now())
+        self._add_truth(out, *counts.get(run_id, (set(), {})), _now())
         return out
 
     def runs(self, limit: int | None = 20) -> list[dict[str, Any]]:
@@ -413,6 +490,10 @@ class Store:
                 RUN.c.tags,
                 RUN.c.hostname,
                 RUN.c.pid,
+                RUN.c.expected_results,
+                RUN.c.run_group,
+                RUN.c.heartbeat_s,
+                RUN.c.note,
                 MACHINE.c.fingerprint.label("machine"),
             )
             .join(MACHINE, MACHINE.c.id == RUN.c.machine_id)
@@ -424,13 +505,19 @@ class Store:
             counts = self._result_counts(conn, [r["id"] for r in rows])
         now = _now()
         for row in rows:
-            places, by_status = counts.get(row["id"], (set(), {}))
-            row["recorded_status"] = row["status"]
-            row["status"] = self._effective_status(row, now)
-            row["places"] = sorted(places)
-            row["results"] = sum(by_status.values())
-            row["results_by_status"] = by_status
+            self._add_truth(row, *counts.get(row["id"], (set(), {})), now)
         return rows
+
+    def _add_truth(self, row: dict[str, Any], places: set, by_status: dict, now: dt.datetime) -> None:
+        """Places, result counts, `missing` (expected but not stored, None when not known) and the
+        effective status, the recorded one kept as `recorded_status`."""
+        row["places"] = sorted(places)
+        row["results"] = sum(by_status.values())
+        row["results_by_status"] = by_status
+        expected = row.get("expected_results")
+        row["missing"] = None if expected is None else max(expected - row["results"], 0)
+        row["recorded_status"] = row["status"]
+        row["status"] = self._effective_status(row, now)
 
     def _result_counts(self, conn: Connection, run_ids: list[int]) -> dict[int, tuple[set, dict]]:
         if not run_ids:
@@ -449,12 +536,17 @@ class Store:
         return out
 
     def _effective_status(self, run: Mapping[str, Any], now: dt.datetime) -> str:
-        if run["status"] != "running":
-            return run["status"]
+        status = run["status"]
+        if status == "complete" and run.get("missing"):
+            return "incomplete"  # recorded by an older harness that did not check
+        if status != "running":
+            return status
         if run.get("hostname") == socket.gethostname() and run.get("pid"):
             return "running" if _pid_alive(run["pid"], run["started_at"]) else "interrupted"
         beat = run.get("heartbeat_at")
-        if beat is None or (now - beat).total_seconds() > self.stale_after_s:
+        period = run.get("heartbeat_s")
+        lease = period * LEASE_FACTOR if period else self.stale_after_s
+        if beat is None or (now - beat).total_seconds() > lease:
             return "interrupted"
         return "running"
 
@@ -510,11 +602,14 @@ class Store:
                 row["samples"] = decode_samples(row["samples"])
         return rows
 
-    def baselines(self, run_id: int, last: int = 100) -> dict[SeriesKey, Baseline]:
+    def baselines(
+        self, run_id: int, last: int = 100, *, statuses: Iterable[str] | None = BASELINE_RUN_STATUSES
+    ) -> dict[SeriesKey, Baseline]:
         """For every series in run `run_id`: its previous `last` ok results, oldest first.
 
         Only results of the same case id, config hash, place and mode on the same machine fingerprint,
-        from runs that started before this one. Keys are `series_key(result)`; a series without
+        from runs that started before this one and are recorded with one of `statuses` (default:
+        complete runs only; None: any run). Keys are `series_key(result)`; a series without
         history maps to an empty Baseline. Three queries in all (the run's series, their baselines,
         the commits of those runs), whatever the number of series.
         """
@@ -523,7 +618,7 @@ class Store:
             if not targets:
                 return {}
             fetch = _postgresql_baselines if conn.dialect.name == "postgresql" else _generic_baselines
-            found = fetch(conn, run_id, targets[0].run_time, last)
+            found = fetch(conn, run_id, targets[0].run_time, last, statuses)
             _fill_commits(conn, found.values())
         return {
             (t.case_id, t.config_hash, t.place, t.mode): found.get(t.series_id, Baseline()) for t in targets
@@ -568,7 +663,8 @@ def run_row(run: Mapping[str, Any]) -> dict[str, Any]:
     framework = dict(run.get("framework") or {})
     known = {
         "started_at", "finished_at", "status", "git_commit", "git_branch", "git_dirty",
-        "framework", "env", "trigger", "tags", "hostname", "pid",
+        "framework", "env", "trigger", "tags", "hostname", "pid", "expected_results", "run_group",
+        "heartbeat_s", "note",
     }  # fmt: skip
     status = run.get("status") or "running"
     if status not in RUN_STATUSES:
@@ -592,6 +688,10 @@ def run_row(run: Mapping[str, Any]) -> dict[str, Any]:
         "hostname": run.get("hostname"),
         "pid": _int(run.get("pid")),
         "extra": {k: v for k, v in run.items() if k not in known},
+        "expected_results": _int(run.get("expected_results")),
+        "run_group": run.get("run_group") or None,
+        "heartbeat_s": _float(run.get("heartbeat_s")),
+        "note": run.get("note"),
     }
 
 
@@ -607,6 +707,9 @@ def result_row(data: Mapping[str, Any]) -> dict[str, Any]:
     status = data.get("status") or "ok"
     if status not in RESULT_STATUSES:
         raise ValueError(f"result status must be one of {', '.join(RESULT_STATUSES)}, not {status!r}")
+    problem = timing_problem(data)
+    if problem:
+        raise ValueError(f"result {data.get('case_id')!r}: {problem}")
     stats = dict(data.get("stats") or {})
     samples = list(data.get("samples") or [])
     row: dict[str, Any] = {name: _float(stats.pop(name, None)) for name in STAT_COLUMNS}
@@ -720,6 +823,15 @@ def case_result_dict(
 # ------------------------------------------------------------------------------------------ queries
 
 
+def missing_note(expected: int, stored: int) -> str:
+    return f"{expected - stored} of {expected} results missing"
+
+
+def _count_results(conn: Connection, run_id: int) -> int:
+    query = sa.select(sa.func.count()).select_from(RESULT).where(RESULT.c.run_id == run_id)
+    return int(conn.execute(query).scalar_one())
+
+
 def _get_or_create(conn: Connection, table: sa.Table, values: dict[str, Any], unique: tuple[str, ...]) -> int:
     """The id of the row with these unique values, inserting it if absent. A concurrent writer may
     insert it first: then the insert does nothing and the row is read back."""
@@ -821,27 +933,34 @@ def _targets_query(run_id: int):
     )
 
 
-def _prior_results(run_id: int, run_time: float, last: int):
-    """(series of the run, their latest `last` ok results before `run_time` as a correlated select)."""
+def _prior_results(run_id: int, run_time: float, last: int, statuses: Iterable[str] | None):
+    """(series of the run, their latest `last` ok results before `run_time` as a correlated select),
+    from runs recorded with one of `statuses` (None: any)."""
     targets = sa.select(RESULT.c.series_id).where(RESULT.c.run_id == run_id).distinct().subquery("t")
     prior = RESULT.alias("prior")
+    conditions = [
+        prior.c.series_id == targets.c.series_id,
+        prior.c.status == "ok",
+        prior.c.run_time < run_time,  # excludes the run itself; no column outside the index
+    ]
+    if statuses is not None:
+        # Uncorrelated: evaluated once, then a lookup per index entry.
+        conditions.append(prior.c.run_id.in_(sa.select(RUN.c.id).where(RUN.c.status.in_(list(statuses)))))
     latest = (
         sa.select(prior.c.id, prior.c.run_id, prior.c.run_time, prior.c.unit, prior.c.median, prior.c.samples)
-        .where(
-            prior.c.series_id == targets.c.series_id,
-            prior.c.status == "ok",
-            prior.c.run_time < run_time,  # excludes the run itself; no column outside the index
-        )
+        .where(*conditions)
         .order_by(prior.c.run_time.desc(), prior.c.id.desc())
         .limit(last)
     )
     return targets, latest
 
 
-def _generic_baselines(conn: Connection, run_id: int, run_time: float, last: int) -> dict[int, Baseline]:
+def _generic_baselines(
+    conn: Connection, run_id: int, run_time: float, last: int, statuses: Iterable[str] | None
+) -> dict[int, Baseline]:
     """SQLite has no LATERAL: a correlated `id IN (SELECT ... LIMIT n)` per series of the run, which
     reads only the (series_id, status, run_time, id) index, then the rows themselves."""
-    targets, latest = _prior_results(run_id, run_time, last)
+    targets, latest = _prior_results(run_id, run_time, last, statuses)
     ids = latest.with_only_columns(latest.selected_columns.id).correlate(targets)
     columns = (
         RESULT.c.id,
@@ -858,10 +977,12 @@ def _generic_baselines(conn: Connection, run_id: int, run_time: float, last: int
     return {sid: Baseline.from_rows(points) for sid, points in rows.items()}
 
 
-def _postgresql_baselines(conn: Connection, run_id: int, run_time: float, last: int) -> dict[int, Baseline]:
+def _postgresql_baselines(
+    conn: Connection, run_id: int, run_time: float, last: int, statuses: Iterable[str] | None
+) -> dict[int, Baseline]:
     """PostgreSQL: a LATERAL index scan per series, aggregated server-side into one row per series
     (arrays, and the raw samples concatenated), which is far less to transfer and parse."""
-    targets, latest = _prior_results(run_id, run_time, last)
+    targets, latest = _prior_results(run_id, run_time, last, statuses)
     b = latest.lateral("b")
     order = (b.c.run_time, b.c.id)
 

@@ -30,7 +30,11 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+# running: the process is (or was last seen) measuring; complete: every selected case's result is
+# stored; incomplete: the process ended but results are missing (a write failed, the session stopped
+# early); interrupted: the process died (or, read from a 'running' row, stopped heartbeating);
+# failed: the process ended in an error of its own (and imports of older versions that failed).
+RUN_STATUSES = ("running", "complete", "incomplete", "interrupted", "failed")
 RESULT_STATUSES = ("ok", "failed", "skipped", "error")
 
 NAMING_CONVENTION = {
@@ -136,7 +140,11 @@ class Machine(Base):
 
 class Run(Base):
     __tablename__ = "run"
-    __table_args__ = (sa.Index(None, "machine_id", "started_at"), sa.Index(None, "started_at"))
+    __table_args__ = (
+        sa.Index(None, "machine_id", "started_at"),
+        sa.Index(None, "started_at"),
+        sa.Index(None, "run_group"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     machine_id: Mapped[int] = mapped_column(sa.ForeignKey("machine.id"))
@@ -158,6 +166,16 @@ class Run(Base):
     hostname: Mapped[str | None] = mapped_column(sa.String(255))
     pid: Mapped[int | None] = mapped_column(sa.Integer())
     extra: Mapped[dict] = mapped_column(JSONType)
+    # Added in revision 0003. How many results the run set out to store (None: not known, as in
+    # runs recorded before 0003), so `complete` can be checked against what is there.
+    expected_results: Mapped[int | None] = mapped_column(sa.Integer())
+    # The runs of one job (e.g. the shards of one nightly) share a group and are judged as one.
+    run_group: Mapped[str | None] = mapped_column(sa.String(128))
+    # The writer refreshes heartbeat_at every `heartbeat_s` seconds: a lease, so a reader can tell
+    # a dead run from a live one without the writer's help.
+    heartbeat_s: Mapped[float | None] = mapped_column(sa.Double())
+    # Why the run ended the way it did (e.g. "3 of 8 results not stored: disk full").
+    note: Mapped[str | None] = mapped_column(sa.Text())
 
 
 class Case(Base):
