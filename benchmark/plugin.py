@@ -167,6 +167,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="BYTES",
         help="refuse cases whose inputs need more memory than this (checked before allocating)",
     )
+    g.addoption(
+        "--bench-require-place",
+        default=None,
+        metavar="PLACES",
+        help="comma-separated places (e.g. gpu) of which at least one case must execute: the session fails "
+        "with one line when none did (all skipped or errored, e.g. no usable GPU); for CI jobs",
+    )
 
 
 def project_root(config: pytest.Config) -> Path:
@@ -291,6 +298,9 @@ class BenchSession:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         emit = reporter.write_line if reporter is not None else None
         telemetry.warn_once(emit=emit)
+        # What this framework build cannot measure on the device (Paddle 2.6: event timing, peak memory).
+        for note in (self.run_info.get("framework") or {}).get("gpu_notes") or []:
+            (emit or print)(note)
 
     def record(self, result: CaseResult) -> None:
         self.results.append(result)
@@ -398,6 +408,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = session.config.stash.get(SESSION_KEY, None)
     if bench is not None and not session.config.getoption("collectonly"):
         bench.finish(int(exitstatus))
+        check_required_places(session, bench)
+
+
+def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
+    """--bench-require-place: fail the session, in one line, when no case of a required place
+    executed (measured, whatever its accuracy); a skipped or errored case does not count."""
+    for want in _csv(session.config.getoption("bench_require_place")) or []:
+        on_place = [
+            r
+            for r in bench.results
+            if r.place == want or fnmatch.fnmatch(r.place, want) or r.place.split(":")[0] == want
+        ]
+        if any(r.status in ("ok", "failed") and r.samples for r in on_place):
+            continue
+        why = next((f"{r.status}: {r.message}" for r in on_place if r.message), "none was selected")
+        line = f"--bench-require-place {want}: 0 of {len(on_place)} case(s) on place {want} executed ({why})"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write("\n")  # after the progress dots of the last item
+            reporter.write_line(line, red=True)
+        else:
+            print(line, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

@@ -1,0 +1,56 @@
+"""`--bench-require-place`: a CI job whose required place ran no case fails, in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+CASES = """
+cases:
+  - name: req_abs
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [8, 8]}}
+    places: [cpu, gpu]
+    modes: [dynamic]
+"""
+
+
+def suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(textwrap.dedent(CASES))
+    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-p", "no:cacheprovider", "-q", "--bench-quick"]
+    cmd += ["--bench-config", str(cfg), "--bench-no-store", "--bench-json", str(tmp_path / "s.json"), *args]
+    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300)
+
+
+def test_no_gpu_case_executed_fails_the_session_with_one_line(tmp_path):
+    import paddle
+
+    if paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0:
+        pytest.skip("this machine can run the gpu case")
+    proc = suite(tmp_path, "--bench-place", "gpu", "--bench-require-place", "gpu")
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("--bench-require-place")]
+    assert len(lines) == 1, proc.stdout[-2000:]
+    assert "0 of 1 case(s) on place gpu executed" in lines[0] and "skipped" in lines[0]
+    # Without the option the same session is green (all skipped): what the option exists for.
+    assert suite(tmp_path, "--bench-place", "gpu").returncode == 0
+
+
+def test_a_required_place_that_ran_passes(tmp_path):
+    proc = suite(tmp_path, "--bench-place", "cpu", "--bench-require-place", "cpu")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "--bench-require-place" not in proc.stdout
+
+
+def test_a_required_place_with_no_selected_case_fails(tmp_path):
+    proc = suite(tmp_path, "--bench-place", "cpu", "--bench-require-place", "gpu")
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "0 of 0 case(s) on place gpu executed (none was selected)" in proc.stdout
