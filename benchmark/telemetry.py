@@ -16,8 +16,16 @@ API
 - ``NvmlSampler(device_index=0, interval=0.1, nvml=None, emit=None)``: ``start()``/``stop()`` or a
   context manager. ``summary()``, ``timeline()`` and ``telemetry()`` read the samples. ``nvml`` is the
   module to use (default: ``import pynvml``); tests inject a fake with the same functions.
-  ``device_index`` is NVML's index; ``nvml_device_index(cuda_index)`` maps a ``gpu:N`` place to it
-  under CUDA_VISIBLE_DEVICES.
+  ``device_index`` is NVML's index or a ``GPU-``/``MIG-`` identifier; ``nvml_device_index(cuda_index)``
+  maps a ``gpu:N`` place to it under CUDA_VISIBLE_DEVICES (indices, ``GPU-<uuid>`` or a unique prefix,
+  ``MIG-<uuid>``, ``MIG-GPU-<uuid>/<gi>/<ci>``).
+- ``resolve_device(device, nvml=None) -> DeviceTarget``: the NVML handles behind it, through
+  ``nvmlDeviceGetHandleByUUID`` and the boards' MIG device handles. On a MIG slice, memory is read
+  from the slice, clocks, temperature and clock-event reasons from its board, and the board's
+  utilization, power and energy are *not recorded* (they are shared with the other slices; never the
+  whole board's power for one slice). ``device_attribution_note`` (also said by ``warn_once`` and
+  the sampler, once per process) is the one line about what cannot be attributed; the summary
+  carries it as ``attribution`` with ``not_attributed``.
 - ``summarize_timeline(rows)``, ``energy_j(rows)``, ``decode_throttle_reasons(mask)``: pure helpers.
 
 Units: utilization in percent, memory in bytes, power in W (NVML reports mW), clocks in MHz,
@@ -65,6 +73,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_INTERVAL_S = 0.1
@@ -113,19 +122,247 @@ _warned_modules: weakref.WeakSet[Any] = weakref.WeakSet()
 _import_failure: dict[str, Any] = {}
 
 
-def nvml_device_index(cuda_index: int = 0, environ: Mapping[str, str] | None = None) -> int | None:
-    """The NVML index of CUDA device `cuda_index` (NVML ignores CUDA_VISIBLE_DEVICES; CUDA does not).
-
-    None when CUDA_VISIBLE_DEVICES names devices by UUID or MIG instance (no index to map to), or
-    does not list that many devices. Assumes CUDA_DEVICE_ORDER=PCI_BUS_ID where it matters.
+def nvml_device_index(cuda_index: int = 0, environ: Mapping[str, str] | None = None) -> int | str | None:
+    """Which device NVML should sample for CUDA device `cuda_index` (NVML ignores CUDA_VISIBLE_DEVICES;
+    CUDA does not): NVML's index (int) for an index entry, the entry itself (str) for a device named by
+    UUID (``GPU-...``) or MIG instance (``MIG-...``, ``MIG-GPU-<uuid>/<gi>/<ci>``), which `NvmlSampler`
+    resolves through NVML (`resolve_device`). None when CUDA_VISIBLE_DEVICES lists fewer devices.
+    Index entries assume CUDA_DEVICE_ORDER=PCI_BUS_ID where it matters.
     """
     visible = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
     if visible is None or not visible.strip():
         return cuda_index
-    entries = [entry.strip() for entry in visible.split(",")]
-    if cuda_index >= len(entries) or not entries[cuda_index].isdigit():
+    entries = []
+    for entry in (e.strip() for e in visible.split(",")):
+        if not (entry.isdigit() or entry.startswith(("GPU-", "MIG-"))):
+            break  # CUDA ignores a bad entry and every entry after it
+        entries.append(entry)
+    if cuda_index >= len(entries):
         return None
-    return int(entries[cuda_index])
+    entry = entries[cuda_index]
+    return int(entry) if entry.isdigit() else entry
+
+
+# Readings that belong to the whole board: on a MIG slice they are not the case's, and are not recorded.
+BOARD_SHARED_METRICS = ("utilization", "power", "energy")
+# Readings of the board that a MIG slice runs under (its clocks, temperature, clock-event reasons).
+BOARD_STATE_METRICS = ("sm_clock", "mem_clock", "temperature", "throttle_reasons")
+
+
+class DeviceNotFound(LookupError):
+    """The CUDA device cannot be matched to an NVML device (the reason is the message)."""
+
+
+@dataclass
+class DeviceTarget:
+    """What the sampler reads for one CUDA device: `handle` (memory; everything on a whole GPU) and
+    `board` (the physical GPU: clocks, temperature, clock-event reasons). On a MIG slice the board's
+    utilization, power and energy are shared with the other slices and are not recorded
+    (`not_attributed`); `note` says so in one line."""
+
+    handle: Any
+    board: Any
+    label: str
+    uuid: str | None = None
+    mig: bool = False
+    not_attributed: tuple[str, ...] = ()
+    note: str | None = None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _uuid(nv, handle) -> str | None:
+    try:
+        return _text(nv.nvmlDeviceGetUUID(handle))
+    except Exception:
+        return None
+
+
+def _mig_on(nv, board) -> bool:
+    fn = getattr(nv, "nvmlDeviceGetMigMode", None)
+    if fn is None:
+        return False
+    try:
+        current = fn(board)[0]
+    except Exception:  # NotSupported: not a MIG-capable GPU
+        return False
+    return int(current) == int(getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
+
+
+def _mig_devices(nv, board) -> list[Any]:
+    """The MIG device handles of `board` (empty where MIG is off or the driver has no MIG calls)."""
+    if not _mig_on(nv, board):
+        return []
+    try:
+        slots = int(nv.nvmlDeviceGetMaxMigDeviceCount(board))
+    except Exception:
+        return []
+    handles = []
+    for slot in range(slots):
+        try:
+            handles.append(nv.nvmlDeviceGetMigDeviceHandleByIndex(board, slot))
+        except Exception:  # NotFound: an empty slot
+            continue
+    return handles
+
+
+def _boards(nv) -> list[tuple[int, Any]]:
+    out = []
+    for index in range(int(nv.nvmlDeviceGetCount())):
+        with contextlib.suppress(Exception):
+            out.append((index, nv.nvmlDeviceGetHandleByIndex(index)))
+    return out
+
+
+def _board_index(nv, board) -> int | None:
+    try:
+        return int(nv.nvmlDeviceGetIndex(board))
+    except Exception:
+        return None
+
+
+def _whole_gpu(nv, board, index: int | None, uuid: str | None) -> DeviceTarget:
+    return DeviceTarget(handle=board, board=board, label=f"GPU {index}", uuid=uuid)
+
+
+def _mig_target(nv, mig, board, index: int | None, uuid: str | None) -> DeviceTarget:
+    ids = []
+    for name in ("nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId"):
+        with contextlib.suppress(Exception):
+            ids.append(str(int(getattr(nv, name)(mig))))
+    label = f"MIG {'/'.join(ids) or '?'} on GPU {index}"
+    note = (
+        f"GPU telemetry on {label} ({uuid}): utilization, power and energy are the whole board's, shared "
+        "with its other MIG slices, and are not recorded for the case; memory is the slice's, clocks, "
+        "temperature and throttling the board's"
+    )
+    return DeviceTarget(
+        handle=mig,
+        board=board,
+        label=label,
+        uuid=uuid,
+        mig=True,
+        not_attributed=BOARD_SHARED_METRICS,
+        note=note,
+    )
+
+
+def _unattributable_mig_board(nv, board, index: int, count: int) -> DeviceTarget:
+    """A MIG-enabled board named by index: which of its `count` slices this process uses is unknown."""
+    note = (
+        f"GPU telemetry on GPU {index}: MIG is on with {count} slices and CUDA_VISIBLE_DEVICES names the "
+        "board, not a slice (use its MIG-... UUID), so utilization, power, energy and memory cannot be "
+        "attributed and are not recorded; clocks, temperature and throttling are the board's"
+    )
+    return DeviceTarget(
+        handle=None,
+        board=board,
+        label=f"GPU {index} (MIG)",
+        uuid=_uuid(nv, board),
+        mig=True,
+        not_attributed=(*BOARD_SHARED_METRICS, "memory"),
+        note=note,
+    )
+
+
+def _by_uuid(nv, wanted: str, candidates) -> Any | None:
+    """The one candidate handle whose UUID is `wanted` or starts with it (CUDA accepts a unique prefix)."""
+    exact = [h for h, u in candidates if u == wanted]
+    if exact:
+        return exact[0]
+    prefixed = [h for h, u in candidates if u and u.startswith(wanted)]
+    if len(prefixed) > 1:
+        raise DeviceNotFound(f"{wanted} matches {len(prefixed)} NVML devices (CUDA needs a unique prefix)")
+    return prefixed[0] if prefixed else None
+
+
+def resolve_device(device: int | str, nvml=None) -> DeviceTarget:
+    """The NVML device(s) behind a CUDA device given as NVML index, ``GPU-<uuid>`` (or a unique prefix),
+    ``MIG-<uuid>`` or ``MIG-GPU-<uuid>/<gi>/<ci>``; raises DeviceNotFound with the reason.
+
+    UUIDs go through ``nvmlDeviceGetHandleByUUID`` first, then through every board's UUID and MIG
+    device handles (older drivers do not look MIG UUIDs up, and CUDA accepts unique prefixes). A
+    board in MIG mode named by index stands for one of its slices: the one slice if there is one,
+    otherwise nothing shared is attributed.
+    """
+    nv = _resolve(nvml)
+    if isinstance(device, int) or (isinstance(device, str) and device.isdigit()):
+        index = int(device)
+        try:
+            board = nv.nvmlDeviceGetHandleByIndex(index)
+        except Exception as exc:
+            raise DeviceNotFound(f"GPU {index} not available to NVML ({_error_text(exc)})") from None
+        slices = _mig_devices(nv, board)
+        if len(slices) == 1:
+            return _mig_target(nv, slices[0], board, index, _uuid(nv, slices[0]))
+        if slices or _mig_on(nv, board):
+            return _unattributable_mig_board(nv, board, index, len(slices))
+        return _whole_gpu(nv, board, index, _uuid(nv, board))
+    wanted = str(device)
+    legacy_mig = wanted.startswith("MIG-GPU-")
+    lookup_error = None
+    if not legacy_mig:
+        try:
+            handle = nv.nvmlDeviceGetHandleByUUID(wanted)
+        except Exception as exc:
+            lookup_error, handle = _error_text(exc), None
+        if handle is not None:
+            return _target_of(nv, handle, wanted)
+    boards = _boards(nv)
+    if legacy_mig:  # MIG-GPU-<board uuid>/<gpu instance>/<compute instance> (drivers before R470)
+        board_uuid, _, ids = wanted[len("MIG-") :].partition("/")
+        for index, board in boards:
+            if _uuid(nv, board) != board_uuid:
+                continue
+            for mig in _mig_devices(nv, board):
+                gi_ci = []
+                for name in ("nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId"):
+                    with contextlib.suppress(Exception):
+                        gi_ci.append(str(int(getattr(nv, name)(mig))))
+                if "/".join(gi_ci) == ids:
+                    return _mig_target(nv, mig, board, index, wanted)
+        raise DeviceNotFound(f"{wanted}: no such MIG instance among NVML's {len(boards)} GPU(s)")
+    if wanted.startswith("MIG-"):
+        candidates = [
+            ((index, board, mig), _uuid(nv, mig))
+            for index, board in boards
+            for mig in _mig_devices(nv, board)
+        ]
+        found = _by_uuid(nv, wanted, candidates)
+        if found is not None:
+            index, board, mig = found
+            return _mig_target(nv, mig, board, index, _uuid(nv, mig))
+    else:
+        found = _by_uuid(nv, wanted, [((index, board), _uuid(nv, board)) for index, board in boards])
+        if found is not None:
+            return _target_of(nv, found[1], wanted)
+    reason = f" (nvmlDeviceGetHandleByUUID: {lookup_error})" if lookup_error else ""
+    raise DeviceNotFound(f"{wanted}: not found among NVML's devices{reason}")
+
+
+def _target_of(nv, handle, wanted: str) -> DeviceTarget:
+    """A target for a handle NVML gave for a UUID: a MIG device or a whole board."""
+    is_mig = False
+    fn = getattr(nv, "nvmlDeviceIsMigDeviceHandle", None)
+    if fn is not None:
+        with contextlib.suppress(Exception):
+            value = fn(handle)
+            is_mig = bool(int(getattr(value, "value", value)))
+    if is_mig:
+        try:
+            board = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle)
+        except Exception as exc:
+            raise DeviceNotFound(f"{wanted}: MIG device without a parent GPU ({_error_text(exc)})") from None
+        return _mig_target(nv, handle, board, _board_index(nv, board), _uuid(nv, handle) or wanted)
+    index = _board_index(nv, handle)
+    slices = _mig_devices(nv, handle)
+    if len(slices) == 1:
+        return _mig_target(nv, slices[0], handle, index, _uuid(nv, slices[0]))
+    if slices or _mig_on(nv, handle):
+        return _unattributable_mig_board(nv, handle, index if index is not None else -1, len(slices))
+    return _whole_gpu(nv, handle, index, _uuid(nv, handle) or wanted)
 
 
 def decode_throttle_reasons(mask: int | None) -> list[str]:
@@ -200,16 +437,48 @@ def _default_emit(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def warn_once(nvml=None, emit: Callable[[str], None] | None = None) -> bool:
-    """Report, once per process (and module), that GPU telemetry is unavailable; return availability."""
+def warn_once(nvml=None, emit: Callable[[str], None] | None = None, *, device_note: bool = True) -> bool:
+    """Report, once per process (and module), that GPU telemetry is unavailable; return availability.
+
+    With NVML available and `device_note`, say in one line (once) when CUDA device 0 cannot be
+    attributed: a UUID or MIG id NVML does not know, or a MIG slice whose board-wide readings are not
+    recorded (`device_attribution_note`)."""
     available, reason = nvml_status(nvml)
     if available:
+        if device_note:
+            device_attribution_note(0, nvml=nvml, emit=emit)
         return True
     with _status_lock:
         first = _first_warning(nvml)
     if first:
         (emit or _default_emit)(UNAVAILABLE_PREFIX + reason)
     return False
+
+
+def device_attribution_note(
+    cuda_index: int = 0,
+    nvml=None,
+    emit: Callable[[str], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """The one line about CUDA device `cuda_index`'s telemetry that cannot be attributed to a case
+    (emitted once per process), or None when NVML sees that device whole."""
+    device = nvml_device_index(cuda_index, environ)
+    if device is None:
+        line = (
+            f"GPU telemetry not attributed to the case: CUDA device {cuda_index} is not in "
+            f"CUDA_VISIBLE_DEVICES={(os.environ if environ is None else environ).get('CUDA_VISIBLE_DEVICES')!r}"
+        )
+    else:
+        try:
+            line = resolve_device(device, nvml).note
+        except DeviceNotFound as exc:
+            line = f"GPU telemetry not attributed to the case: {exc}"
+        except Exception as exc:  # a broken driver: the sampler will say what it can
+            line = f"GPU telemetry not attributed to the case: {_error_text(exc)}"
+    if line:
+        _say_once(line, emit)
+    return line
 
 
 def _first_warning(nvml) -> bool:
@@ -226,12 +495,25 @@ def _first_warning(nvml) -> bool:
     return True
 
 
+_said: set[str] = set()
+
+
+def _say_once(line: str, emit: Callable[[str], None] | None = None) -> None:
+    """Emit `line` once per process (the same device note is not repeated for every case)."""
+    with _status_lock:
+        if line in _said:
+            return
+        _said.add(line)
+    (emit or _default_emit)(line)
+
+
 def reset_status() -> None:
     """Forget cached init results and warnings (for tests)."""
     with _status_lock:
         _status_by_module.clear()
         _warned_modules.clear()
         _import_failure.clear()
+        _said.clear()
 
 
 def _is_nvml_error(module, exc: BaseException, code: int) -> bool:
@@ -298,12 +580,16 @@ class NvmlSampler:
 
     def __init__(
         self,
-        device_index: int = 0,
+        device_index: int | str = 0,
         interval: float = DEFAULT_INTERVAL_S,
         nvml=None,
         emit: Callable[[str], None] | None = None,
     ) -> None:
-        self.device_index = int(device_index)
+        # NVML's index, or a GPU-/MIG- identifier from CUDA_VISIBLE_DEVICES (`nvml_device_index`).
+        self.device_index: int | str = (
+            int(device_index) if not isinstance(device_index, str) or device_index.isdigit() else device_index
+        )
+        self.target: DeviceTarget | None = None
         self.interval = self._checked_interval(interval)
         self._nvml_arg = nvml
         self._emit = emit
@@ -341,7 +627,7 @@ class NvmlSampler:
         """Start sampling; returns self. Without NVML it reports once and does nothing."""
         if self._thread is not None:
             raise RuntimeError("NvmlSampler already started")
-        if not warn_once(self._nvml_arg, emit=self._emit):
+        if not warn_once(self._nvml_arg, emit=self._emit, device_note=False):
             self.reason = nvml_status(self._nvml_arg)[1]
             return self
         if not self._open_device():
@@ -377,12 +663,16 @@ class NvmlSampler:
     def _open_device(self) -> bool:
         self._nv = _resolve(self._nvml_arg)
         try:
-            self._handle = self._nv.nvmlDeviceGetHandleByIndex(self.device_index)
-        except Exception as exc:
-            self.reason = f"GPU {self.device_index} not available to NVML ({_error_text(exc)})"
+            self.target = resolve_device(self.device_index, self._nv)
+        except DeviceNotFound as exc:
+            self.reason = str(exc)
+            _say_once(f"GPU telemetry not attributed to the case: {exc}", self._emit)
             return False
+        self._handle = self.target.handle if self.target.handle is not None else self.target.board
+        if self.target.note:
+            _say_once(self.target.note, self._emit)
         with contextlib.suppress(Exception):
-            self._device_name = str(self._nv.nvmlDeviceGetName(self._handle))
+            self._device_name = _text(self._nv.nvmlDeviceGetName(self._handle))
         self._throttle_fn_name = self._pick_throttle_fn()
         return True
 
@@ -410,21 +700,24 @@ class NvmlSampler:
 
     def _sample(self) -> dict[str, Any]:
         nv, h = self._nv, self._handle
+        board = self.target.board if self.target is not None else h  # clocks, temperature, throttling
         t = time.perf_counter() - self._t0
         util = self._read("utilization", lambda: nv.nvmlDeviceGetUtilizationRates(h))
         mem = self._read("memory", lambda: nv.nvmlDeviceGetMemoryInfo(h))
         power = self._read("power", lambda: nv.nvmlDeviceGetPowerUsage(h))
-        mask = self._read_throttle_mask()
+        mask = self._read_throttle_mask(board)
         return {
             "t": t,
             "gpu_util": getattr(util, "gpu", None),
             "mem_util": getattr(util, "memory", None),
             "mem_used_bytes": getattr(mem, "used", None),
             "power_w": power / 1000.0 if power is not None else None,
-            "sm_clock_mhz": self._read("sm_clock", lambda: nv.nvmlDeviceGetClockInfo(h, NVML_CLOCK_SM)),
-            "mem_clock_mhz": self._read("mem_clock", lambda: nv.nvmlDeviceGetClockInfo(h, NVML_CLOCK_MEM)),
+            "sm_clock_mhz": self._read("sm_clock", lambda: nv.nvmlDeviceGetClockInfo(board, NVML_CLOCK_SM)),
+            "mem_clock_mhz": self._read(
+                "mem_clock", lambda: nv.nvmlDeviceGetClockInfo(board, NVML_CLOCK_MEM)
+            ),
             "temperature_c": self._read(
-                "temperature", lambda: nv.nvmlDeviceGetTemperature(h, NVML_TEMPERATURE_GPU)
+                "temperature", lambda: nv.nvmlDeviceGetTemperature(board, NVML_TEMPERATURE_GPU)
             ),
             "throttle_mask": mask,
             "throttle_reasons": decode_throttle_reasons(mask),
@@ -432,8 +725,8 @@ class NvmlSampler:
         }
 
     def _read(self, metric: str, call: Callable[[], Any]) -> Any:
-        """One metric, or None when it is not supported or failed this time."""
-        if metric in self._unsupported:
+        """One metric, or None when it is not supported, not the case's (MIG), or failed this time."""
+        if metric in self._unsupported or (self.target is not None and metric in self.target.not_attributed):
             return None
         try:
             return call()
@@ -447,21 +740,22 @@ class NvmlSampler:
         else:
             self._record_error(metric, exc)
 
-    def _read_throttle_mask(self) -> int | None:
+    def _read_throttle_mask(self, handle=None) -> int | None:
         """The clock event reasons bitmask; falls back to the legacy entry point on older drivers."""
+        handle = self._handle if handle is None else handle
         name = self._throttle_fn_name
         if name is None:
             self._unsupported.add("throttle_reasons")
         if name is None or "throttle_reasons" in self._unsupported:
             return None
         try:
-            return getattr(self._nv, name)(self._handle)
+            return getattr(self._nv, name)(handle)
         except Exception as exc:
             legacy = _THROTTLE_FNS[-1]
             missing = _is_nvml_error(self._nv, exc, NVML_ERROR_FUNCTION_NOT_FOUND)
             if missing and name != legacy and callable(getattr(self._nv, legacy, None)):
                 self._throttle_fn_name = legacy
-                return self._read_throttle_mask()
+                return self._read_throttle_mask(handle)
             self._read_failed("throttle_reasons", exc)
             return None
 
@@ -483,6 +777,15 @@ class NvmlSampler:
             return {"available": False, "reason": self.reason, "device_index": self.device_index}
         rows = list(self._rows)
         summary = {"available": True, "device_index": self.device_index, "device_name": self._device_name}
+        target = self.target
+        if target is not None:
+            summary.update(
+                device=target.label,
+                uuid=target.uuid,
+                mig=target.mig,
+                not_attributed=list(target.not_attributed),
+                attribution=target.note,
+            )
         summary.update(summarize_timeline(rows))
         duration = self._duration if self._duration is not None else time.perf_counter() - self._t0
         summary.update(

@@ -7,7 +7,17 @@ against nvidia-ml-py 13.x) for the functions the harness uses:
     nvmlDeviceGetName, nvmlDeviceGetUtilizationRates (.gpu/.memory, %), nvmlDeviceGetMemoryInfo
     (.total/.free/.used, bytes), nvmlDeviceGetPowerUsage (mW), nvmlDeviceGetClockInfo (MHz),
     nvmlDeviceGetTemperature (C), nvmlDeviceGetCurrentClocksEventReasons and the deprecated
-    nvmlDeviceGetCurrentClocksThrottleReasons (bitmask), nvmlDeviceGetTotalEnergyConsumption (mJ).
+    nvmlDeviceGetCurrentClocksThrottleReasons (bitmask), nvmlDeviceGetTotalEnergyConsumption (mJ),
+    and the device mapping: nvmlDeviceGetHandleByUUID, nvmlDeviceGetUUID, nvmlDeviceGetIndex,
+    nvmlDeviceGetMigMode, nvmlDeviceIsMigDeviceHandle, nvmlDeviceGetMaxMigDeviceCount,
+    nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
+    nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId (parameter names checked against the
+    installed nvidia-ml-py by tests/test_telemetry.py).
+
+MIG: a board listed in ``mig`` has MIG mode on and one MIG device per (GPU instance, compute
+instance) pair. A MIG device handle answers the memory query (the slice's memory) and raises
+NVMLError_NotSupported for utilization, power, energy, clocks, temperature and clock-event reasons,
+which are the board's. Every device query is logged in ``handle_calls`` as (metric, "gpu0" | "mig0/1").
 
 ``FakeNvml(**script)`` is one fake driver; pass it where the real module would go
 (``NvmlSampler(nvml=FakeNvml(...))``). The module itself also works as a stand-in for ``pynvml``: its
@@ -144,6 +154,35 @@ class _Handle:
     def __init__(self, index: int) -> None:
         self.index = index
 
+    @property
+    def label(self) -> str:
+        return f"gpu{self.index}"
+
+
+class _MigHandle(_Handle):
+    """A MIG device: slot `slot` of board `index` (GPU instance `gi`, compute instance `ci`)."""
+
+    def __init__(self, index: int, slot: int, gi: int, ci: int) -> None:
+        super().__init__(index)
+        self.slot, self.gi, self.ci = slot, gi, ci
+
+    @property
+    def label(self) -> str:
+        return f"mig{self.index}/{self.slot}"
+
+
+NVML_DEVICE_MIG_DISABLE = 0
+NVML_DEVICE_MIG_ENABLE = 1
+MAX_MIG_DEVICES = 7
+
+
+def board_uuid(index: int) -> str:
+    return f"GPU-{index:08x}-1111-2222-3333-444455556666"
+
+
+def mig_uuid(index: int, slot: int) -> str:
+    return f"MIG-{index:04x}{slot:04x}-aaaa-bbbb-cccc-ddddeeeeffff"
+
 
 def _cycle(value) -> Sequence:
     return list(value) if isinstance(value, Iterable) and not isinstance(value, str | bytes) else [value]
@@ -180,6 +219,10 @@ class FakeNvml:
         (default NVMLError(NVML_ERROR_UNKNOWN)); fail_error may build any exception.
       missing_functions: function names absent from this "module" (an older nvidia-ml-py).
       call_delay_s: time each device query takes (the real driver: tens of microseconds).
+      uuids: the boards' UUIDs (default `board_uuid(i)`).
+      mig: {board index: [(gpu instance id, compute instance id), ...]}: MIG mode on for those
+        boards, one MIG device per pair (UUID `mig_uuid(board, slot)`), memory `mig_memory_total`.
+      mig_uuid_lookup: whether nvmlDeviceGetHandleByUUID finds MIG UUIDs (older drivers: no).
     """
 
     def __new__(cls, *, missing_functions: Iterable[str] = (), **script):
@@ -214,8 +257,17 @@ class FakeNvml:
         fail_error: Callable[[], BaseException] | None = None,
         missing_functions: Iterable[str] = (),
         call_delay_s: float = 0.0,
+        uuids: Sequence[str] | None = None,
+        mig: dict[int, Sequence[tuple[int, int]]] | None = None,
+        mig_uuid_lookup: bool = True,
+        mig_memory_total: int = 10 * GiB,
     ) -> None:
         del missing_functions  # handled by __new__
+        self.uuids = list(uuids) if uuids is not None else [board_uuid(i) for i in range(device_count)]
+        self.mig = {int(k): list(v) for k, v in (mig or {}).items()}
+        self.mig_uuid_lookup = mig_uuid_lookup
+        self.mig_memory_total = mig_memory_total
+        self.handle_calls: list[tuple[str, str]] = []
         self.library_missing = library_missing
         self.init_error = init_error
         self.device_count = device_count
@@ -281,7 +333,74 @@ class FakeNvml:
 
     def nvmlDeviceGetName(self, handle) -> str:
         self._check(handle)
-        return self.name
+        return f"MIG {handle.gi}g slice of {self.name}" if isinstance(handle, _MigHandle) else self.name
+
+    # -- device mapping (UUIDs, MIG) -----------------------------------------------------------------
+
+    def nvmlDeviceGetHandleByUUID(self, uuid) -> _Handle:
+        self._require_init()
+        uuid = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+        if uuid in self.uuids:
+            return _Handle(self.uuids.index(uuid))
+        if self.mig_uuid_lookup:
+            for board, slices in self.mig.items():
+                for slot, (gi, ci) in enumerate(slices):
+                    if mig_uuid(board, slot) == uuid:
+                        return _MigHandle(board, slot, gi, ci)
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+    def nvmlDeviceGetUUID(self, handle) -> str:
+        self._check(handle)
+        if isinstance(handle, _MigHandle):
+            return mig_uuid(handle.index, handle.slot)
+        return self.uuids[handle.index]
+
+    def nvmlDeviceGetIndex(self, handle) -> int:
+        self._check(handle)
+        return handle.index
+
+    def nvmlDeviceGetMigMode(self, device) -> list[int]:
+        self._check(device)
+        if isinstance(device, _MigHandle):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        on = NVML_DEVICE_MIG_ENABLE if device.index in self.mig else NVML_DEVICE_MIG_DISABLE
+        return [on, on]
+
+    def nvmlDeviceIsMigDeviceHandle(self, device) -> int:
+        self._check(device)
+        return int(isinstance(device, _MigHandle))
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, device) -> int:
+        self._check(device)
+        return MAX_MIG_DEVICES if device.index in self.mig else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, device, index) -> _MigHandle:
+        self._check(device)
+        slices = self.mig.get(device.index)
+        if slices is None or isinstance(device, _MigHandle):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        if not 0 <= int(index) < len(slices):
+            raise NVMLError(NVML_ERROR_NOT_FOUND)
+        gi, ci = slices[int(index)]
+        return _MigHandle(device.index, int(index), gi, ci)
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, migDevice) -> _Handle:  # pynvml's name
+        self._check(migDevice)
+        if not isinstance(migDevice, _MigHandle):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return _Handle(migDevice.index)
+
+    def nvmlDeviceGetGpuInstanceId(self, device) -> int:
+        self._check(device)
+        if not isinstance(device, _MigHandle):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return device.gi
+
+    def nvmlDeviceGetComputeInstanceId(self, device) -> int:
+        self._check(device)
+        if not isinstance(device, _MigHandle):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return device.ci
 
     # -- readings ------------------------------------------------------------------------------------
 
@@ -291,6 +410,8 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryInfo(self, handle, version=None) -> c_nvmlMemory_t:
         n = self._call("memory", handle)
+        if isinstance(handle, _MigHandle):
+            return c_nvmlMemory_t(self.mig_memory_total, int(self._at("mem_used", n)) // 8)
         return c_nvmlMemory_t(self.memory_total, int(self._at("mem_used", n)))
 
     def nvmlDeviceGetPowerUsage(self, handle) -> int:
@@ -329,12 +450,17 @@ class FakeNvml:
         self._require_init()
         if not isinstance(handle, _Handle) or not 0 <= handle.index < self.device_count:
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        if isinstance(handle, _MigHandle) and handle.slot >= len(self.mig.get(handle.index, ())):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
 
     def _call(self, metric: str, handle, key: str | None = None) -> int:
         """Count the call, apply the delay, raise what the script says; returns the call number."""
         self._check(handle)
+        self.handle_calls.append((metric, handle.label))
         if self.call_delay_s:
             time.sleep(self.call_delay_s)
+        if isinstance(handle, _MigHandle) and metric != "memory":
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # the board's readings, not the slice's
         key = key or metric
         n = self.calls.get(key, 0)
         self.calls[key] = n + 1
