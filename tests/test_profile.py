@@ -314,3 +314,58 @@ def test_format_table_edge_cases():
     with pytest.raises(ValueError, match="unknown column"):
         profile.format_table([_row("a", 1, 1)], columns=["name", "bogus"])
     assert profile.format_ns(1_500) == "1.5 us" and profile.format_ns(2.5e9) == "2.5 s"
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel time beside event time (CUDA places)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kernel_time_per_step_from_recorded_gpu_events():
+    from benchmark.runners.paddle_profile import device_time_figures, kernel_time
+
+    events, steps = load_events("profile_events_gpu.json")
+    k = kernel_time(events, steps)
+    assert k["kernel_s"] == pytest.approx(20_000e-9)  # one 20 us abs kernel per step
+    assert k["device_s"] == pytest.approx((350_000 + 5_000 + 20_000 + 8_000 + 300_000) * 1e-9)
+    assert k["kernels_per_step"] == 1
+    figures = device_time_figures(k, event_s=1e-3)
+    assert figures["event_s"] == 1e-3 and figures["launch_gap_s"] == pytest.approx(1e-3 - k["device_s"])
+    assert device_time_figures(k, None)["launch_gap_s"] is None
+    assert kernel_time(load_events("profile_events_cpu.json")[0], 2) is None  # no device events
+
+
+def test_event_time_per_step_uses_the_cases_device_timer():
+    from benchmark.runners.base import Prepared
+    from benchmark.runners.paddle_profile import event_time_per_step
+
+    try:
+        from tests.fakes import fake_paddle_device as fake_device
+    except ImportError:
+        from fakes import fake_paddle_device as fake_device
+    from benchmark.runners import paddle_common
+
+    fake = fake_device.FakePaddle("3.3.1")
+    durations = iter([3e-6, 5e-6, 4e-6])
+    prepared = Prepared(
+        step=lambda: fake.work(next(durations)),
+        device_timer=lambda: paddle_common.CudaEventTimer("gpu:0", fake),
+    )
+    assert event_time_per_step(prepared, 3) == pytest.approx(4e-6)
+    assert event_time_per_step(Prepared(step=lambda: None), 3) is None
+
+
+def test_cpu_profile_record_has_no_device_time(tmp_path):
+    case = case_from(
+        tmp_path,
+        """
+        cases:
+          - {name: a, kind: op, op: paddle.abs, inputs: {x: {shape: [16, 16]}}, places: [cpu]}
+        """,
+    )
+    prepared = runners.prepare(case)
+    try:
+        record = profile_record(prepared, case.place, steps=2)
+    finally:
+        prepared.close()
+    assert record["device_time"] is None

@@ -293,3 +293,16 @@ def test_paddle_versions_are_read_as_numbers():
     assert paddle_common._is_legacy(fake_device.FakePaddle("2.6.2"))
     assert not paddle_common._is_legacy(fake_device.FakePaddle("3.0.0"))
     assert not paddle_common._is_legacy(fake_device.FakePaddle("0.0.0"))  # develop build
+
+
+def test_overhead_rounds_end_with_a_device_sync_before_the_clock_is_read(monkeypatch):
+    from benchmark.runners import paddle_overhead
+
+    log: list[str] = []
+    clock = iter(range(1000))
+    monkeypatch.setattr(paddle_overhead.time, "perf_counter", lambda: log.append("clock") or next(clock))
+    variants = {"full": lambda: log.append("full"), "empty": lambda: log.append("empty")}
+    samples = paddle_overhead._time_rounds(variants, rounds=2, iterations=2, sync=lambda: log.append("sync"))
+    assert set(samples) == {"full", "empty"} and all(len(v) == 2 for v in samples.values())
+    one_round = ["sync", "clock", "full", "full", "sync", "clock"]
+    assert log[:6] == one_round and log.count("sync") == 2 * 2 * 2

@@ -15,9 +15,13 @@ round so that drift on a busy machine hits them alike, and reports medians (seco
     made persistable (Paddle 3.x PIR skips the feed of a persistable data variable), their tensors
     are placed in the executor's scope once (``scope.var(name).get_tensor().set(array, place)``),
     and the program runs with ``feed={}`` and ``fetch_list=[]`` (the ops still run: PIR does not
-    prune them). On a CUDA place the round ends with a device sync.
+    prune them). On a CUDA place each iteration ends with a device sync.
 ``resident_fetch``
     as ``resident``, but fetching the case's outputs to numpy.
+
+On a CUDA place every round of every variant starts and ends with a device synchronize before the
+clock is read (as the suite's own timer does), so a round never ends with work still queued nor
+starts with the previous variant's work in flight.
 
 Derived: ``program_net_of_empty = full - empty``, ``feed_fetch_cost = full - resident``,
 ``fetch_cost = resident_fetch - resident``, ``feed_cost = full - resident_fetch`` (so
@@ -92,9 +96,14 @@ def _variants(pd, cfg, arrays, fns, place) -> tuple[dict[str, Callable[[], Any]]
 
 
 def _time_rounds(
-    variants: dict[str, Callable[[], Any]], rounds: int, iterations: int
+    variants: dict[str, Callable[[], Any]],
+    rounds: int,
+    iterations: int,
+    sync: Callable[[], None] = lambda: None,
 ) -> dict[str, list[float]]:
-    """Seconds per iteration of each variant, one sample per round, variants interleaved in each round."""
+    """Seconds per iteration of each variant, one sample per round, variants interleaved in each round;
+    `sync` (the place's device synchronize) runs before each round's first and after its last iteration,
+    inside the clock reads at the end."""
     samples: dict[str, list[float]] = {k: [] for k in variants}
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -103,9 +112,11 @@ def _time_rounds(
             order = list(variants) if r % 2 == 0 else list(reversed(variants))
             for key in order:
                 fn = variants[key]
+                sync()
                 t0 = time.perf_counter()
                 for _ in range(iterations):
                     fn()
+                sync()
                 samples[key].append((time.perf_counter() - t0) / iterations)
     finally:
         if gc_was_enabled:
@@ -113,11 +124,15 @@ def _time_rounds(
     return samples
 
 
-def _calibrate(fn: Callable[[], Any], warmup: int, round_time: float) -> int:
+def _calibrate(
+    fn: Callable[[], Any], warmup: int, round_time: float, sync: Callable[[], None] = lambda: None
+) -> int:
     for _ in range(warmup):
         fn()
+    sync()
     t0 = time.perf_counter()
     fn()
+    sync()
     estimate = max(time.perf_counter() - t0, 1e-7)
     return max(1, int(round_time / estimate))
 
@@ -156,11 +171,12 @@ def decompose(
     pd.enable_static()
     try:
         variants, checks = _variants(pd, cfg, arrays, fns, case.place)
+        sync = pc.synchronizer(case.place)
         for key, fn in variants.items():
-            n = _calibrate(fn, warmup, round_time)
+            n = _calibrate(fn, warmup, round_time, sync)
             if key == "full" and iterations is None:
                 iterations = n
-        samples = _time_rounds(variants, rounds, int(iterations))
+        samples = _time_rounds(variants, rounds, int(iterations), sync)
     finally:
         if was_dynamic:
             pd.disable_static()

@@ -6,6 +6,19 @@ events come from the profiler's result tree (``Profiler.profiler_result.get_data
 calls) and, under those, ``device_node`` (kernels, memcpy, memset with ``num_bytes``)), not from the
 printed summary. `benchmark.profile` turns the flat list into the operator table and copy counts.
 
+Device time, two figures (``record["device_time"]``, CUDA places only):
+
+``kernel_s``
+    the sum of the kernel durations the profiler recorded, per step (``device_s`` adds memcpy and
+    memset): what the GPU spent computing.
+``event_s``
+    CUDA events around one step each (device synchronized before), per step, measured right after
+    the profiled steps with the profiler off: what the suite's ``device_samples`` measure, including
+    the gaps in which the device waits for the host to launch the next kernel.
+
+``launch_gap_s = event_s - device_s`` is then the launch overhead of a launch-bound case (small
+ops: most of ``event_s``), and near 0 for a compute-bound one.
+
 A flattened event is::
 
     {"id": 7, "parent": 3 | None, "depth": 2, "thread": 8676, "name": "abs dygraph",
@@ -160,6 +173,52 @@ def profile_steps(
     return flatten(result.get_data())
 
 
+def kernel_time(events: list[dict[str, Any]], steps: int) -> dict[str, Any] | None:
+    """Per-step sums of the recorded device events: ``kernel_s`` (kernels), ``device_s`` (kernels,
+    memcpy, memset), ``kernels_per_step``; None when the profile has no device event (CPU)."""
+    device = [e for e in events if e["type"] in ("kernel", "memcpy", "memset")]
+    if not device or steps < 1:
+        return None
+    kernels = [e for e in device if e["type"] == "kernel"]
+
+    def total_s(rows) -> float:
+        return sum(max(0, int(e["end_ns"]) - int(e["start_ns"])) for e in rows) / 1e9 / steps
+
+    return {
+        "kernel_s": total_s(kernels),
+        "device_s": total_s(device),
+        "kernels_per_step": len(kernels) / steps,
+    }
+
+
+def event_time_per_step(prepared, steps: int) -> float | None:
+    """Median over `steps` single steps of CUDA-event device time (synchronized before each); None
+    where the case has no device timer (CPU, or Paddle 2.6 whose events read 0)."""
+    if prepared.device_timer is None:
+        return None
+    times = []
+    for _ in range(steps):
+        timer = prepared.device_timer()
+        prepared.sync()
+        timer.start()
+        prepared.step()
+        timer.stop()
+        prepared.sync()
+        times.append(timer.elapsed_s())
+    times.sort()
+    return times[len(times) // 2]
+
+
+def device_time_figures(kernels: dict[str, Any] | None, event_s: float | None) -> dict[str, Any] | None:
+    """``kernel_time`` beside the event time of the same step, and their difference (launch gaps)."""
+    if kernels is None:
+        return None
+    out = dict(kernels, event_s=event_s, launch_gap_s=None)
+    if event_s is not None:
+        out["launch_gap_s"] = event_s - kernels["device_s"]
+    return out
+
+
 def profile_record(
     prepared,
     place: str,
@@ -170,12 +229,17 @@ def profile_record(
     keep_events: bool = False,
 ) -> dict[str, Any]:
     """The profile pass as a `CaseResult.profile` record: `benchmark.profile.summarize` of the events,
-    plus ``profile_s`` (wall time the pass took), ``trace_path`` and, with `keep_events`, the events."""
+    plus ``device_time`` (kernel time beside event time per step, module doc; None on CPU),
+    ``profile_s`` (wall time the pass took), ``trace_path`` and, with `keep_events`, the events."""
     from benchmark.profile import summarize
 
     t0 = time.perf_counter()
     events = profile_steps(prepared, place, steps=steps, trace_path=trace_path)
     record = summarize(events, steps, top=top)
+    kernels = kernel_time(events, steps)
+    record["device_time"] = device_time_figures(
+        kernels, event_time_per_step(prepared, steps) if kernels is not None else None
+    )
     record["profile_s"] = time.perf_counter() - t0
     record["trace_path"] = str(trace_path) if trace_path is not None else None
     if keep_events:
