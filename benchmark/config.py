@@ -36,6 +36,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchmark import allowlist
+
 KINDS = ("op", "program", "model")
 MODES = ("dynamic", "static", "to_static")
 DTYPES = {
@@ -50,16 +52,25 @@ DTYPES = {
     "int64": 8,
     "bool": 1,
 }
-PLACE_RE = re.compile(r"^(cpu|gpu(:\d+)?)$")
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
-# A public dotted API name under paddle: no dunder or private segment anywhere.
-OP_RE = re.compile(r"^paddle(\.[A-Za-z][A-Za-z0-9_]*)+$")
-REFERENCE_RE = re.compile(r"^(numpy|torch)(\.[A-Za-z][A-Za-z0-9_]*)+$")
-TORCH_OP_RE = re.compile(r"^torch(\.[A-Za-z][A-Za-z0-9_]*)+$")
-VAR_RE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+# Every pattern is used with fullmatch (a trailing newline never passes) and is ASCII only.
+PLACE_RE = re.compile(r"cpu|gpu(:\d+)?", re.ASCII)
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*", re.ASCII)
+TAG_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
+MODEL_RE = re.compile(r"[a-z][a-z0-9_]*", re.ASCII)
+KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
+VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
+# What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]|\.(?=\.)")
+# Caps checked before anything is expanded or allocated; each has an override where it is used.
+DEFAULT_MAX_CASES = 1000  # expanded cases of one config entry (grid x dtypes x places x modes ...)
+MAX_YAML_DEPTH = 32  # nesting of mappings and lists in a config file
+MAX_STRING = 256  # characters of a string value in attrs, args or a grid
+MAX_VALUES = 10_000  # scalars inside one attrs, args or grid value
 # Default ceiling on the bytes a single case may allocate for its inputs (and their gradients),
 # checked before anything is allocated. Overridable with the `max_bytes` argument / --bench-max-bytes.
 DEFAULT_MAX_BYTES = 8 * 1024**3
+# Files under a config directory that hold settings, not cases.
+NOT_CASE_FILES = ("gates.yaml", "gates.yml", "allowlist.yaml", "allowlist.yml")
 
 
 class ConfigError(Exception):
@@ -108,10 +119,10 @@ class TensorSpec(_Strict):
     @field_validator("shape", mode="before")
     @classmethod
     def _shape(cls, v: Any) -> Any:
-        if isinstance(v, str) and VAR_RE.match(v):
+        if isinstance(v, str) and VAR_RE.fullmatch(v):
             return v
         if isinstance(v, list) and all(
-            (isinstance(d, int) and not isinstance(d, bool)) or (isinstance(d, str) and VAR_RE.match(d))
+            (isinstance(d, int) and not isinstance(d, bool)) or (isinstance(d, str) and VAR_RE.fullmatch(d))
             for d in v
         ):
             return v
@@ -139,6 +150,11 @@ class ProgramOp(_Strict):
     @classmethod
     def _op_name(cls, v: str) -> str:
         return check_op_name(v)
+
+    @field_validator("attrs")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_plain(v)
 
 
 class CaseSpec(_Strict):
@@ -174,7 +190,7 @@ class CaseSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        if not NAME_RE.fullmatch(v):
             raise ValueError("expected a name of letters, digits, '_', '.', '-' starting with a letter")
         return v
 
@@ -182,7 +198,7 @@ class CaseSpec(_Strict):
     @classmethod
     def _places(cls, v: list[str]) -> list[str]:
         for p in v:
-            if not PLACE_RE.match(p):
+            if not isinstance(p, str) or not PLACE_RE.fullmatch(p):
                 raise ValueError(f"unknown place {p!r}: expected 'cpu', 'gpu' or 'gpu:N'")
         if not v:
             raise ValueError("expected at least one place")
@@ -209,7 +225,7 @@ class CaseSpec(_Strict):
     @classmethod
     def _tags(cls, v: list[str]) -> list[str]:
         for t in v:
-            if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", t):
+            if not TAG_RE.fullmatch(t):
                 raise ValueError(f"tag {t!r}: expected letters, digits and '_' (it becomes a pytest marker)")
         return v
 
@@ -221,26 +237,30 @@ class CaseSpec(_Strict):
     @field_validator("reference")
     @classmethod
     def _reference(cls, v: str | None) -> str | None:
-        if v is not None and not REFERENCE_RE.match(v):
-            raise ValueError(
-                f"{v!r} is not a public numpy or torch function: expected e.g. 'numpy.abs' "
-                "(no private or dunder names)"
-            )
-        return v
+        return None if v is None else _allowed("reference", v)
 
     @field_validator("torch_op")
     @classmethod
     def _torch_op(cls, v: str | None) -> str | None:
-        if v is not None and not TORCH_OP_RE.match(v):
-            raise ValueError(
-                f"{v!r} is not a public torch function: expected e.g. 'torch.abs' (no private or dunder names)"
-            )
+        return None if v is None else _allowed("torch_op", v)
+
+    @field_validator("attrs", "args")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_plain(v)
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, v: Any) -> Any:
+        points = v if isinstance(v, list) else [v]
+        for point in points:
+            check_plain(point)
         return v
 
     @field_validator("model")
     @classmethod
     def _model(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^[a-z][a-z0-9_]*$", v):
+        if v is not None and not MODEL_RE.fullmatch(v):
             raise ValueError(f"{v!r}: expected the name of a registered model builder, e.g. 'lstm'")
         return v
 
@@ -268,13 +288,51 @@ class FileSpec(_Strict):
     cases: list[dict[str, Any]]
 
 
-def check_op_name(v: str) -> str:
-    if not isinstance(v, str) or not OP_RE.match(v):
-        raise ValueError(
-            f"{v!r} is not a public paddle API: expected a dotted name under 'paddle.' such as "
-            "'paddle.abs' or 'paddle.nn.functional.softmax' (no private or dunder names)"
-        )
+def _allowed(field: str, v: str) -> str:
+    reason = allowlist.check(field, v)
+    if reason:
+        raise ValueError(reason)
     return v
+
+
+def check_op_name(v: str) -> str:
+    """`v` when it names an operator on the allowlist (`configs/allowlist.yaml`), else ValueError."""
+    return _allowed("op", v)
+
+
+def check_plain(value: Any) -> Any:
+    """`value` when it is plain data: numbers, booleans, None, short strings, and lists or mappings
+    (with name-like keys) of those, at most MAX_VALUES scalars; else ValueError saying what is not."""
+    count = 0
+
+    def visit(v: Any, where: str) -> None:
+        nonlocal count
+        count += 1
+        if count > MAX_VALUES:
+            raise ValueError(f"more than {MAX_VALUES} values: expected a small mapping of plain values")
+        if v is None or isinstance(v, (bool, int, float)):
+            return
+        if isinstance(v, str):
+            if len(v) > MAX_STRING or not v.isprintable():
+                raise ValueError(f"{where}: expected a printable string of at most {MAX_STRING} characters")
+            return
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                visit(x, f"{where}[{i}]")
+            return
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str) or not KEY_RE.fullmatch(k):
+                    raise ValueError(f"{where}: key {k!r} is not a plain name (letters, digits, '_')")
+                visit(x, f"{where}.{k}" if where else k)
+            return
+        raise ValueError(
+            f"{where or 'value'}: {type(v).__name__} is not a plain value "
+            "(expected numbers, booleans, null, strings, and lists or mappings of those)"
+        )
+
+    visit(value, "")
+    return value
 
 
 def check_dtype(d: Any) -> str:
@@ -318,6 +376,12 @@ class Case:
         return "gpu" if self.place.startswith("gpu") else "cpu"
 
 
+def safe_id(text: str) -> str:
+    """`text` with every character a file name or a pytest id could trip on replaced by '_'
+    (path separators, '..', spaces, non-ASCII), so a case id never leaves --bench-trace-dir."""
+    return _ID_UNSAFE.sub("_", text)
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -337,7 +401,7 @@ def config_hash(config: dict[str, Any]) -> str:
 
 def _substitute(value: Any, params: dict[str, Any], used: set[str]) -> Any:
     if isinstance(value, str):
-        m = VAR_RE.match(value)
+        m = VAR_RE.fullmatch(value)
         if m:
             key = m.group(1)
             if key not in params:
@@ -365,11 +429,18 @@ def _as_list(v: Any) -> list[Any]:
     return list(v) if isinstance(v, list) else [v]
 
 
+# Bytes per element while an input is generated on the host and held as a tensor: float16 and
+# bfloat16 are drawn in float32 first (see runners.paddle_common.random_array).
+_GENERATION_BYTES = {"float16": 6, "bfloat16": 6}
+
+
 def tensor_bytes(specs: dict[str, Any] | None) -> int:
+    """Peak bytes of generating `specs`' inputs, by dtype (see _GENERATION_BYTES)."""
     total = 0
     for spec in (specs or {}).values():
         shape = spec.get("shape") or []
-        total += math.prod(shape) * DTYPES.get(spec.get("dtype"), 8)
+        dtype = spec.get("dtype")
+        total += math.prod(shape) * _GENERATION_BYTES.get(dtype, DTYPES.get(dtype, 8))
     return total
 
 
@@ -386,8 +457,41 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
+class ConfigYAMLError(yaml.YAMLError):
+    """A YAML construct configs do not allow (anchors, aliases, merge keys, deep nesting)."""
+
+    def __init__(self, problem: str, mark: yaml.Mark | None):
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, mark
+
+
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that also records the line of every mapping key (1-based)."""
+    """SafeLoader for configs: no anchors, aliases or merge keys (so nothing expands behind a name,
+    and no alias bomb), nesting at most MAX_YAML_DEPTH deep, checked while composing, before any
+    value is constructed."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ConfigYAMLError(
+                "YAML anchors and aliases are not allowed in configs (use `defaults:` or a grid)",
+                event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise ConfigYAMLError(f"nesting deeper than {MAX_YAML_DEPTH} levels", event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        for key, _ in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                raise ConfigYAMLError("YAML merge keys ('<<') are not allowed in configs", key.start_mark)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
@@ -458,6 +562,23 @@ class LoadedFile:
     issues: list[ConfigIssue]
 
 
+@dataclass(frozen=True)
+class Checks:
+    """What validation asks the framework side (`benchmark.runners.config_checks()`); each None
+    where the framework is not importable here (names are still checked against the allowlist).
+
+    resolver(op) -> reason or None: the op resolves to an allowlisted function;
+    binder(op, inputs, attrs) -> reason or None: the function accepts these inputs and attrs;
+    models: the registered model builders; model_check(model, args, batch_size) -> (reason or
+    None, estimated bytes).
+    """
+
+    resolver: Callable[[str], str | None] | None = None
+    binder: Callable[[str, Any, dict[str, Any]], str | None] | None = None
+    models: Iterable[str] | None = None
+    model_check: Callable[[str, dict[str, Any], Any], tuple[str | None, int]] | None = None
+
+
 def load_file(
     path: str | Path,
     *,
@@ -465,12 +586,16 @@ def load_file(
     models: Iterable[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     display: str | None = None,
+    checks: Checks | None = None,
+    max_cases: int = DEFAULT_MAX_CASES,
 ) -> LoadedFile:
     """Load, validate and expand one YAML file. Never raises for bad content: see `.issues`.
 
-    resolver(op_name) returns None if the name resolves to a public callable, else the reason;
-    models is the set of registered model builders (None: not checked here).
+    `checks` (or the older `resolver` and `models` alone) asks the framework side what the
+    allowlist cannot tell; `max_bytes` caps a case's inputs or model, `max_cases` the cases one
+    config entry expands to. Both are checked before anything is expanded or allocated.
     """
+    checks = checks or Checks(resolver=resolver, models=models)
     path = Path(path)
     fname = display or _display_path(path)
     issues: list[ConfigIssue] = []
@@ -485,6 +610,9 @@ def load_file(
         return LoadedFile(fname, [], issues)
     try:
         data, lines = _load_with_lines(text)
+    except ConfigYAMLError as e:
+        issue(None, None, e.problem, e.problem_mark.line + 1 if e.problem_mark else None)
+        return LoadedFile(fname, [], issues)
     except yaml.constructor.ConstructorError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else None
         issue(None, None, f"YAML tag not allowed (configs are data, no objects): {e.problem}", line)
@@ -523,14 +651,29 @@ def load_file(
                 issue(label, _pyd_field(loc) or None, msg, _line_for(lines, base + loc))
             continue
         cases.extend(
-            _expand(spec, fname, _line_for(lines, base), lines, base, issue, resolver, models, max_bytes)
+            _expand(spec, fname, _line_for(lines, base), lines, base, issue, checks, max_bytes, max_cases)
         )
     return LoadedFile(fname, cases, issues)
 
 
-def _expand(spec, fname, line, lines, base, issue, resolver, models, max_bytes) -> list[Case]:
+def _expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
     """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
     name = spec.name
+    resolver, models = checks.resolver, checks.models
+    grid = spec.grid if isinstance(spec.grid, list) else list((spec.grid or {}).values())
+    sizes = [len(grid) if isinstance(spec.grid, list) else math.prod(len(v) for v in grid)]
+    sizes += [len(spec.dtypes), len(_as_list(spec.backward)), len(_as_list(spec.step))]
+    sizes += [len(spec.places), len(spec.modes)]
+    total = math.prod(sizes)
+    if total > max_cases:
+        issue(
+            name,
+            "grid",
+            f"expands to {total} cases, more than the {max_cases} allowed per config entry "
+            "(split the entry, or raise the cap with --max-cases / --bench-max-cases)",
+            _line_for(lines, base + ("grid",)),
+        )
+        return []
     if spec.kind == "op" and resolver:
         reason = resolver(spec.op)
         if reason:
@@ -569,7 +712,7 @@ def _expand(spec, fname, line, lines, base, issue, resolver, models, max_bytes) 
                     cfg["backward"] = backward
                     cfg["step"] = step
                     cfg["kind"] = spec.kind
-                    problems = _check_expanded(cfg, max_bytes)
+                    problems = _check_expanded(cfg, max_bytes) or _check_framework(cfg, checks, max_bytes)
                     if problems:
                         for fld, msg in problems:
                             issue(name, fld, msg, _line_for(lines, base + tuple(fld.split(".")[:1])))
@@ -609,7 +752,7 @@ def _variant_label(point, used, dtype, spec, backward, step) -> str:
         parts.append("bwd" if backward else "fwd")
     if spec.kind == "model":
         parts.append(step)
-    return "-".join(p.replace(" ", "") for p in parts)
+    return safe_id("-".join(p.replace(" ", "") for p in parts))
 
 
 def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]]:
@@ -651,6 +794,36 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
     return problems
 
 
+def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tuple[str, str]]:
+    """Checks the framework side answers for one expanded case: the op's signature binds the case's
+    inputs and attrs; a model's args are known and its estimated footprint fits `max_bytes`."""
+    problems: list[tuple[str, str]] = []
+    if checks.binder and cfg["kind"] == "op":
+        reason = checks.binder(cfg["op"], dict.fromkeys(cfg["inputs"]), cfg.get("attrs") or {})
+        if reason:
+            problems.append(("attrs", reason))
+    if checks.binder and cfg["kind"] == "program":
+        for i, op in enumerate(cfg["ops"]):
+            inputs = op["inputs"] if isinstance(op["inputs"], list) else dict.fromkeys(op["inputs"])
+            reason = checks.binder(op["op"], inputs, op.get("attrs") or {})
+            if reason:
+                problems.append((f"ops.{i}.attrs", reason))
+    if checks.model_check and cfg["kind"] == "model":
+        reason, need = checks.model_check(cfg["model"], cfg.get("args") or {}, cfg.get("batch_size"))
+        if reason:
+            problems.append(("args", reason))
+        elif need > max_bytes:
+            problems.append(
+                (
+                    "args",
+                    f"the model needs about {need / 1024**3:.1f} GiB (weights, gradients, optimizer state, "
+                    f"activations), more than the {max_bytes / 1024**3:.1f} GiB allowed (refused before "
+                    "allocating; raise it with --max-bytes / --bench-max-bytes)",
+                )
+            )
+    return problems
+
+
 def find_config_files(paths: Iterable[str | Path]) -> list[Path]:
     files: list[Path] = []
     for p in paths:
@@ -660,9 +833,7 @@ def find_config_files(paths: Iterable[str | Path]) -> list[Path]:
                 sorted(
                     f
                     for f in p.rglob("*")
-                    if f.suffix in (".yaml", ".yml")
-                    and f.is_file()
-                    and f.name not in ("gates.yaml", "gates.yml")
+                    if f.suffix in (".yaml", ".yml") and f.is_file() and f.name not in NOT_CASE_FILES
                 )
             )
         else:
@@ -676,6 +847,8 @@ def load_paths(
     resolver: Callable[[str], str | None] | None = None,
     models: Iterable[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    checks: Checks | None = None,
+    max_cases: int = DEFAULT_MAX_CASES,
 ) -> tuple[list[Case], list[ConfigIssue]]:
     """Load every config under `paths`; check ids are unique across files."""
     cases: list[Case] = []
@@ -689,7 +862,9 @@ def load_paths(
     for f in files:
         if not f.exists():
             continue
-        loaded = load_file(f, resolver=resolver, models=models, max_bytes=max_bytes)
+        loaded = load_file(
+            f, resolver=resolver, models=models, max_bytes=max_bytes, checks=checks, max_cases=max_cases
+        )
         issues.extend(loaded.issues)
         for c in loaded.cases:
             prev = first_seen.get(c.id)

@@ -23,6 +23,7 @@ __all__ = [
     "framework_available",
     "framework_info",
     "model_names",
+    "config_checks",
     "op_resolver",
     "place_available",
     "prepare",
@@ -88,6 +89,20 @@ def op_resolver():
     from benchmark.runners.paddle_ops import resolver
 
     return resolver
+
+
+def config_checks(resolve: bool = True):
+    """What config validation asks the framework side (`benchmark.config.Checks`): op resolution
+    and signature binding when paddle is importable here (and `resolve`), the registered model
+    builders and their argument checks always (they need no framework)."""
+    from benchmark.config import Checks
+    from benchmark.runners.models import check_args
+
+    resolver = op_resolver() if resolve else None
+    binder = None
+    if resolver is not None:
+        from benchmark.runners.paddle_ops import binder
+    return Checks(resolver=resolver, binder=binder, models=model_names(), model_check=check_args)
 
 
 def check_accuracy(case, prepared) -> dict | None:

@@ -8,13 +8,13 @@ imports and tests without one.
 
 from __future__ import annotations
 
-import re
+import importlib
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+from benchmark import allowlist
 
 
 class RunnerUnavailable(Exception):
@@ -48,43 +48,46 @@ class Runner:
         raise NotImplementedError
 
 
-def resolve_public(
+def resolve_allowed(
+    field: str,
     name: str,
-    root: types.ModuleType,
-    label: str,
-    noun: str,
     *,
+    noun: str = "a function",
     is_function: Callable[[Any], bool] = callable,
     missing: Callable[[str], Exception] | None = None,
 ) -> Any:
-    """Resolve a dotted name under the package `root` ("paddle.nn.functional.softmax") by attribute
-    access only, or raise ValueError saying why. The rule every config name obeys: each segment is
-    public (no leading underscore, no dunder), each intermediate object is a module of the package
-    (so `paddle.os.system` or `torch.os.system` never reach `os`), and the target is a function
-    (`is_function`), not a class or a module, defined inside the package.
+    """The function a config names in `field` ("op", "reference" or "torch_op"), or ValueError saying
+    why. Only names on the operator allowlist (`benchmark.allowlist`, deny by default) resolve: the
+    namespace is imported by its reviewed name and the function looked up in it, so no chain of
+    attributes a config spells out is ever walked.
 
-    `label` starts each message (e.g. "'paddle.abs'"); `missing(path)` builds the error for an
-    attribute the package does not have (default: a ValueError).
+    `missing(what)` builds the error when the namespace's package or the name is absent from the
+    installed version (default: a ValueError); e.g. RunnerUnavailable where torch is not installed.
     """
-    package = root.__name__
-    parts = name.split(".")
-    if parts[0] != package or len(parts) < 2:
-        raise ValueError(f"{label} is not under '{package}.'")
-    for seg in parts[1:]:
-        if not _SEGMENT.match(seg):
-            raise ValueError(f"{label}: segment {seg!r} is private or not a plain name")
+    reason = allowlist.check(field, name)
+    if reason:
+        raise ValueError(reason)
+    namespace, leaf = allowlist.load_allowlist().split(field, name)
 
-    def inside(module_name: str) -> bool:
-        return module_name == package or module_name.startswith(package + ".")
+    def absent(what: str) -> Exception:
+        return missing(what) if missing else ValueError(f"{name!r} is on the allowlist but {what}")
 
-    obj: Any = root
-    for i, seg in enumerate(parts[1:], start=1):
-        if not (isinstance(obj, types.ModuleType) and inside(obj.__name__)):
-            raise ValueError(f"{label}: {'.'.join(parts[:i])} is not a {package} module")
-        if not hasattr(obj, seg):
-            path = ".".join(parts[: i + 1])
-            raise (missing(path) if missing else ValueError(f"{label}: {package} has no attribute {path!r}"))
-        obj = getattr(obj, seg)
+    try:
+        owner = importlib.import_module(namespace)
+    except ModuleNotFoundError:
+        # A class namespace such as paddle.Tensor: import its module, then take the class.
+        module_name, _, attr = namespace.rpartition(".")
+        try:
+            owner = getattr(importlib.import_module(module_name), attr, None)
+        except ImportError as e:
+            raise absent(f"{module_name} cannot be imported here ({e})") from e
+        if not isinstance(owner, type):
+            raise absent(f"{namespace} does not exist in the installed version") from None
+    except ImportError as e:
+        raise absent(f"{namespace} cannot be imported here ({e})") from e
+    obj = getattr(owner, leaf, None)
+    if obj is None:
+        raise absent(f"the installed {namespace.split('.')[0]} has no {name!r}")
     if isinstance(obj, (type, types.ModuleType)) or not is_function(obj):
         kind = (
             "module"
@@ -93,8 +96,5 @@ def resolve_public(
             if isinstance(obj, type)
             else type(obj).__name__
         )
-        raise ValueError(f"{label} is not {noun} (it is a {kind})")
-    module = getattr(obj, "__module__", None) or ""
-    if not inside(module):
-        raise ValueError(f"{label} is defined outside {package} (in {module or 'an unknown module'})")
+        raise ValueError(f"{name!r} is not {noun} in the installed version (it is a {kind})")
     return obj

@@ -38,6 +38,37 @@ MODELS: dict[str, dict[str, Any]] = {
 }
 
 
+def check_args(name: str, args: dict[str, Any], batch_size: Any = None) -> tuple[str | None, int]:
+    """(reason or None, estimated bytes) for building `name` with `args`, without importing paddle.
+
+    Every argument must be one the builder knows, a positive integer; the estimate (parameters,
+    their gradients and two optimizer moments, plus the batch's saved activations, float32) is what
+    `--bench-max-bytes` compares before anything is allocated.
+    """
+    defaults = MODELS.get(name)
+    if defaults is None:
+        return f"unknown model {name!r}: expected one of {', '.join(sorted(MODELS))}", 0
+    unknown = sorted(set(args) - set(defaults))
+    if unknown:
+        return f"model {name!r}: unknown args {unknown}; expected some of {sorted(defaults)}", 0
+    full = {**defaults, **args}
+    if batch_size is not None:
+        full["batch_size"] = batch_size
+    for key, value in full.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**31:
+            return f"model {name!r}: {key} = {value!r}: expected a positive integer", 0
+    b = full["batch_size"]
+    if name in ("lstm", "gru"):
+        gates = 4 if name == "lstm" else 3
+        i, h, n = full["input_size"], full["hidden_size"], full["num_layers"]
+        params = gates * (i * h + h * h + 2 * h) + (n - 1) * gates * (2 * h * h + 2 * h) + h * full["num_classes"]
+        activations = b * full["seq_len"] * (i + 2 * gates * h * n)
+    else:  # resnet18: 11.2M weights before the head; about 10M saved activations per 224x224 image
+        params = 11_200_000 + 513 * full["num_classes"]
+        activations = b * 10_000_000 * full["image_size"] ** 2 // 224**2
+    return None, 4 * (4 * params + 2 * activations)
+
+
 def _rnn(cell: str, args: dict[str, Any]):
     pd = pc.paddle()
     nn = pd.nn

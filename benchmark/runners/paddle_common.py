@@ -138,16 +138,23 @@ def synchronizer(place: str, pd=None):
 
 
 def random_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
-    """An input drawn uniformly in [low, high) with the spec's shape and dtype."""
+    """An input drawn uniformly in [low, high) with the spec's shape and dtype, generated in that
+    dtype (no float64 or int64 intermediate, so host memory is what `config.tensor_bytes` says);
+    float16 and bfloat16 are drawn in float32 first."""
     dtype = spec["dtype"]
     shape = tuple(spec["shape"])
     low, high = spec.get("low", -1.0), spec.get("high", 1.0)
     if dtype == "bool":
-        return rng.random(shape) < 0.5
+        return rng.integers(0, 2, size=shape, dtype=np.int8).view(np.bool_)
     if dtype.startswith(("int", "uint")):
-        return rng.integers(int(low), max(int(high), int(low) + 1), size=shape).astype(dtype)
-    np_dtype = "float32" if dtype == "bfloat16" else dtype
-    return rng.uniform(low, high, size=shape).astype(np_dtype)
+        info = np.iinfo(dtype)  # the range clipped to what the dtype holds
+        lo = min(max(int(low), info.min), info.max)
+        return rng.integers(lo, min(max(int(high), lo + 1), info.max + 1), size=shape, dtype=dtype)
+    draw = "float64" if dtype == "float64" else "float32"
+    a = rng.random(shape, dtype=draw)
+    a *= high - low
+    a += low
+    return a if dtype in ("float64", "float32", "bfloat16") else a.astype(dtype)
 
 
 def make_arrays(specs: dict[str, dict[str, Any]], seed: int) -> dict[str, np.ndarray]:

@@ -6,18 +6,20 @@ gradient accumulates between iterations); a forward case times the call alone.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 
 from benchmark.runners import paddle_common as pc
-from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_public
+from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_allowed
 
 
 def resolve_op(name: str):
-    """Resolve a dotted public name under `paddle` to an operator function, or raise ValueError
-    saying why (the rule is `benchmark.runners.base.resolve_public`)."""
-    return resolve_public(name, pc.paddle(), repr(name), "an operator function")
+    """The paddle operator `name` names, or ValueError saying why: only names on the operator
+    allowlist resolve (`benchmark.runners.base.resolve_allowed`)."""
+    pc.paddle()  # import paddle with the harness's settings before the allowlist imports a namespace
+    return resolve_allowed("op", name, noun="an operator function")
 
 
 def resolver(name: str) -> str | None:
@@ -26,6 +28,27 @@ def resolver(name: str) -> str | None:
         resolve_op(name)
     except ValueError as e:
         return str(e)
+    return None
+
+
+def binder(name: str, inputs: list[str] | dict[str, str], attrs: dict[str, Any]) -> str | None:
+    """`config.load_*` binder hook: None when the op accepts these inputs (keyword names, or a list
+    of positional inputs) and attrs, else the reason (e.g. a misspelt attribute)."""
+    try:
+        fn = resolve_op(name)
+    except ValueError as e:
+        return str(e)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None  # no introspectable signature (a builtin): the call itself will tell
+    args = list(inputs) if isinstance(inputs, list) else []
+    kwargs = {**({k: None for k in inputs} if isinstance(inputs, dict) else {}), **attrs}
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        params = ", ".join(p for p in sig.parameters if p != "name")
+        return f"{name}({params}) does not accept these inputs and attrs: {e}"
     return None
 
 

@@ -1,9 +1,7 @@
 """Reference implementations for op cases: numpy or torch functions named in a case's ``reference``.
 
-`resolve_reference` applies the same safety rules as op names (configs are data: a pull request's
-YAML must not reach ``os.system``): a public dotted name under ``numpy.`` or ``torch.``, every segment
-public, every intermediate a module of that package, the target a function (numpy ufuncs and
-array-function dispatchers count; classes, modules and other callables do not).
+`resolve_reference` admits only the names on the operator allowlist's `reference` list (numeric
+numpy, scipy.special and torch functions; configs are data, see `benchmark.allowlist`).
 
 `reference_outputs` computes, from the case's own inputs:
 
@@ -23,60 +21,13 @@ reference, dtype-aware tolerances, comparison) and returns a plain dict for `Cas
 from __future__ import annotations
 
 import contextlib
-import importlib
-import re
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from benchmark import accuracy
-from benchmark.runners.base import RunnerUnavailable, resolve_public
-
-_SEGMENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-PACKAGES = ("numpy", "torch")
-# Callable types that count as "a function" besides Python and builtin functions.
-_FUNCTION_TYPES = {("numpy", "ufunc"), ("numpy", "_ArrayFunctionDispatcher")}
-# Public functions that are refused anyway: file I/O, process-wide state, code loading. A reference
-# only ever receives the case's arrays, but a config must not even name these.
-_REFUSED_SEGMENTS = {
-    "compile",
-    "compiler",
-    "ctypeslib",
-    "distributed",
-    "f2py",
-    "fromfile",
-    "fromregex",
-    "genfromtxt",
-    "hub",
-    "jit",
-    "load",
-    "loads",
-    "loadtxt",
-    "manual_seed",
-    "memmap",
-    "multiprocessing",
-    "onnx",
-    "ops",
-    "package",
-    "save",
-    "savetxt",
-    "savez",
-    "savez_compressed",
-    "seed",
-    "set_default_device",
-    "set_default_dtype",
-    "set_num_threads",
-    "set_printoptions",
-    "setbufsize",
-    "seterr",
-    "seterrcall",
-    "testing",
-    "tofile",
-    "use_deterministic_algorithms",
-    "utils",
-}
+from benchmark.runners.base import RunnerUnavailable, resolve_allowed
 
 # paddle attribute -> the reference's keyword. None: handled by transforming the inputs.
 NUMPY_ATTRS: dict[str, str | None] = {
@@ -100,41 +51,15 @@ _LOOSENESS = ["bfloat16", "float16", "float32", "float64"]
 # ------------------------------------------------------------------------------------------
 
 
-def _import_package(name: str, package: str):
-    try:
-        return importlib.import_module(package)
-    except ImportError as e:
-        raise RunnerUnavailable(f"reference {name!r}: {package} is not installed here ({e})") from e
-
-
-def _is_function(obj: Any) -> bool:
-    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
-        return True
-    t = type(obj)
-    return (t.__module__.split(".")[0], t.__name__) in _FUNCTION_TYPES
-
-
 def resolve_reference(name: str) -> Callable[..., Any]:
-    """Resolve ``numpy.<fn>`` / ``torch.<...>.<fn>`` to the function, or raise ValueError saying why.
+    """The reference function `name` names (``numpy.abs``, ``scipy.special.erf``, ``torch.abs``), or
+    ValueError saying why: only names on the operator allowlist's `reference` list resolve.
 
-    Raises RunnerUnavailable (not ValueError) when the name is well formed but its package (torch)
-    is not installed here.
+    Raises RunnerUnavailable (not ValueError) when the name is admitted but its package (torch) is
+    not installed here.
     """
-    if not isinstance(name, str) or "." not in name:
-        raise ValueError(f"reference {name!r}: expected a dotted name such as 'numpy.abs' or 'torch.abs'")
-    parts = name.split(".")
-    package = parts[0]
-    if package not in PACKAGES:
-        raise ValueError(f"reference {name!r}: only functions under 'numpy.' or 'torch.' may be references")
-    for seg in parts[1:]:
-        if not _SEGMENT.match(seg):
-            raise ValueError(f"reference {name!r}: segment {seg!r} is private or not a plain name")
-        if seg in _REFUSED_SEGMENTS:
-            raise ValueError(
-                f"reference {name!r}: {seg!r} (file I/O, global state or code loading) is refused"
-            )
-    return resolve_public(
-        name, _import_package(name, package), f"reference {name!r}", "a function", is_function=_is_function
+    return resolve_allowed(
+        "reference", name, missing=lambda what: RunnerUnavailable(f"reference {name!r}: {what}")
     )
 
 

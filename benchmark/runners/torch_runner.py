@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.runners.base import Prepared, Runner, RunnerUnavailable, resolve_public
+from benchmark.runners.base import Prepared, Runner, RunnerUnavailable, resolve_allowed
 
 _PLACE = re.compile(r"^(cpu|gpu|cuda)(?::(\d+))?$")
 
@@ -142,14 +142,13 @@ def torch_device(torch, place: str):
 
 
 def resolve_torch_name(torch, name: str) -> Callable:
-    """A public torch function reached by attribute access from `torch` ("torch.nn.functional.relu"),
-    under the same rule as paddle ops (`benchmark.runners.base.resolve_public`)."""
-    return resolve_public(
+    """The torch function `name` names ("torch.nn.functional.relu"); only names on the operator
+    allowlist's `torch_op` list resolve (`benchmark.runners.base.resolve_allowed`)."""
+    return resolve_allowed(
+        "torch_op",
         name,
-        torch,
-        repr(name),
-        "a torch function",
-        missing=lambda path: RunnerUnavailable(f"torch {torch.__version__} has no {path}"),
+        noun="a torch function",
+        missing=lambda what: RunnerUnavailable(f"torch {torch.__version__}: {name!r}: {what}"),
     )
 
 
