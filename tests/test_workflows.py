@@ -150,6 +150,26 @@ def test_nightly_gpu_job():
     assert {"gate", "report", "plot"} <= set(subs)
     assert "GITHUB_STEP_SUMMARY" in text
     assert any(step.get("uses", "").startswith("actions/upload-artifact@") for step in job["steps"])
+    # Paddle comes from Paddle's own index, version and index are inputs; the harness's extra has no paddle.
+    inputs = workflow[True]["workflow_dispatch"]["inputs"]
+    assert {"paddle_version", "paddle_index"} <= set(inputs)
+    assert 'pip install "paddlepaddle-gpu==$PADDLE_VERSION" -i "$PADDLE_INDEX"' in text
+    assert "paddlepaddle.org.cn/packages/stable/cu126" in inputs["paddle_index"]["default"]
+    # A job without a usable GPU fails; several shards, judged as one run group.
+    assert "--bench-require-place gpu" in text and "--bench-run-group" in text
+    assert len(job["strategy"]["matrix"]["shard"]) > 1
+    assert "--run-group" in "\n".join(command_lines({"jobs": {"gate": workflow["jobs"]["gate"]}}))
+    # The history persists: the previous artifact is restored before the run, a first run passes.
+    uses = [step.get("uses", "") for j in workflow["jobs"].values() for step in j["steps"]]
+    assert any(u.startswith("actions/github-script@") for u in uses)
+    assert "no baseline for any case" in text
+
+
+def test_gpu_extra_does_not_pin_paddle():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert not any(dep.lower().startswith("paddlepaddle") for dep in extras["gpu"])
 
 
 def test_pr_job_runs_precommit_tests_and_smoke():
