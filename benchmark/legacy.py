@@ -1,161 +1,70 @@
 """Convert PaddlePaddle benchmark API configs (``api/tests_v2/configs/*.json``) into YAML cases.
 
-Pure: parsed JSON in, config dicts (and YAML text) out; `benchmark import-legacy` does the file I/O.
+Pure: parsed JSON in, config dicts (and YAML text) out; `benchmark import-legacy` does the file I/O
+and hands in the resolver (`benchmark.runners.paddle_ops.resolve_op`: only names on the operator
+allowlist resolve). Without a resolver only ops named in the alias table convert, unchecked.
 
 A legacy file is a JSON list of ``{"op", "param_info": {name: {"type", "dtype", "shape" | "value"}},
 "atol"?, "repeat"?, "config_id"?}``. Conversion rules:
 
+* the op becomes a paddle function through the reviewed alias table `benchmark.legacy_ops.OPS`
+  (renamed ops and parameters, families of APIs, ops with no function to time), else generically:
+  the first of ``paddle.nn.functional.<op>``, ``paddle.<op>``, ``paddle.linalg.<op>``,
+  ``paddle.vision.ops.<op>`` that the allowlist admits;
 * shapes are strings such as ``"[-1L, 128L, 8L]"`` (``L``: a Python 2 long); a ``-1`` in the first
-  dimension is the batch dimension and becomes ``batch_size``; a ``-1`` anywhere else cannot be
-  converted (the legacy harness filled it from data the config does not carry);
+  dimension is the batch dimension and becomes ``batch_size``; a ``-1`` anywhere else becomes
+  ``unknown_dim`` (16, as the legacy harness's ``init_from_json`` did), with a note;
 * ``type: Variable`` parameters are inputs; any other type is an attribute whose ``value`` string is
-  parsed by its type (``int``, ``float``, ``bool`` as ``True``/``False``, ``string`` with ``None``
-  meaning null, ``list``/``tuple`` of numbers);
-* ``atol`` becomes the case's ``tolerance: {atol: ...}`` (the dtype's default rtol stays);
-  ``repeat`` (a suggested iteration count) is kept in the ``description``: this harness calibrates
-  its own rounds;
-* the legacy ``op`` names map to paddle APIs through `OPS` (each entry says which API and why);
-  attributes the modern API does not take are dropped with a note (`OpMapping.dropped`), any other
-  unknown attribute makes the config not convertible;
-* ``float16`` cases get ``places: [gpu]`` only, with a note: paddle has no float16 CPU kernel for
-  several of these ops, and the legacy harness measured float16 on GPU;
-* ``lstm`` becomes a ``model: lstm`` case when its arguments map onto the registered builder
-  (forward direction, initial-state shape consistent with batch/hidden/layers), else it is reported.
+  parsed by its type (``int``/``int32``/``int64``/``long``, ``float``/``float32``/``float64``,
+  ``bool`` as ``True``/``False``, ``string`` with ``None`` meaning "not set", ``list``/``tuple`` of
+  numbers); an attribute that is ``None`` is left to the function's default; inputs and attributes
+  are bound against the function's signature (`inspect.signature(fn).bind`), so a parameter the
+  function does not take is reported, never passed;
+* ``atol`` becomes the case's ``tolerance: {atol: ...}`` (the dtype's default rtol stays); a numpy
+  ``reference`` is set where the table names one and the case's attributes are all ones the
+  reference takes; ``repeat`` (a suggested iteration count) is kept in the ``description``: this
+  harness calibrates its own rounds;
+* ``float16`` cases get ``places: [gpu]`` only, with a note (the legacy harness disabled float16 on CPU);
+* ``lstm`` becomes a ``model: lstm`` case when its arguments map onto the registered builder.
 
-Cases are named ``<op>_legacy_<n>`` (``n``: the config's ``config_id``, else its index), tagged
-``imported``, with ``places: [cpu, gpu]``.
+Every config that is not converted is reported with a reason category (`legacy_ops.REASONS`).
+Cases are named ``<op>_legacy_<n>`` (``<op>_<api>_legacy_<n>`` for a family; ``n``: the config's
+``config_id`` when they are unique in the file, else its index), tagged ``imported``.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from benchmark import legacy_ops as T
+
 _SHAPE = re.compile(r"^\[\s*(-?\d+L?\s*(,\s*-?\d+L?\s*)*)?,?\s*\]$")
+_LONG = re.compile(r"(\d)[lL]\b")
+_REF = re.compile(
+    r"^(?:attr:(?P<attr>[A-Za-z_]\w*)|(?P<input>[A-Za-z_]\w*)\.(?P<dim>-?\d+|min|[A-Za-z_]\w*))"
+    r"(?P<offset>[+-]\d+)?$"
+)
 DEFAULT_BATCH_SIZE = 16
+DEFAULT_UNKNOWN_DIM = 16  # the legacy harness's init_from_json(unknown_dim=16)
+DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
+GENERIC_NAMESPACES = ("paddle.nn.functional", "paddle", "paddle.linalg", "paddle.vision.ops")
+Resolver = Callable[[str], Any]  # dotted name -> function, or raises ValueError saying why
 
 
 class NotConvertible(ValueError):
-    """A legacy config that cannot be expressed as a case; the message says why."""
+    """A legacy config that cannot be expressed as a case; the message says why, `reason` its category."""
 
-
-@dataclass(frozen=True)
-class OpMapping:
-    """How one legacy op becomes paddle cases."""
-
-    apis: tuple[tuple[str, str], ...]  # (case-name prefix, paddle API)
-    inputs: tuple[str, ...]  # accepted input names (the API's argument names)
-    attrs: tuple[str, ...] = ()  # attributes passed through
-    dropped: dict[str, str] = field(default_factory=dict)  # attribute -> why it is dropped
-    references: dict[str, str] = field(default_factory=dict)  # paddle API -> numpy reference
-    torch_ops: dict[str, str] = field(default_factory=dict)  # paddle API -> torch equivalent
-    why: str = ""
-    adjust: str | None = None  # shape rules checked (and legacy axis applied) before emitting
-
-
-OPS: dict[str, OpMapping] = {
-    "activation": OpMapping(
-        apis=(("relu", "paddle.nn.functional.relu"),),
-        inputs=("x",),
-        torch_ops={"paddle.nn.functional.relu": "torch.relu"},
-        why="the legacy 'activation' config does not name its function; relu is the one its models use most",
-    ),
-    "elementwise": OpMapping(
-        apis=(("elementwise_add", "paddle.add"), ("elementwise_mul", "paddle.multiply")),
-        inputs=("x", "y"),
-        dropped={
-            "axis": "modern paddle broadcasts by trailing dimensions; the legacy axis is not an argument"
-        },
-        adjust="elementwise",
-        references={"paddle.add": "numpy.add", "paddle.multiply": "numpy.multiply"},
-        torch_ops={"paddle.add": "torch.add", "paddle.multiply": "torch.mul"},
-        why="the legacy 'elementwise' config does not say which operation; both add and multiply are emitted",
-    ),
-    "matmul": OpMapping(
-        apis=(("matmul", "paddle.matmul"),),
-        inputs=("x", "y"),
-        attrs=("transpose_x", "transpose_y"),
-        adjust="matmul",
-        references={"paddle.matmul": "numpy.matmul"},
-        torch_ops={"paddle.matmul": "torch.matmul"},
-    ),
-    "reduce": OpMapping(
-        apis=(("reduce_sum", "paddle.sum"),),
-        inputs=("x",),
-        attrs=("axis", "keepdim"),
-        references={"paddle.sum": "numpy.sum"},
-        torch_ops={"paddle.sum": "torch.sum"},
-        why="the legacy 'reduce' config does not name its reduction; sum is the one its configs were harvested for",
-    ),
-    "softmax": OpMapping(
-        apis=(("softmax", "paddle.nn.functional.softmax"),),
-        inputs=("x",),
-        attrs=("axis",),
-        torch_ops={"paddle.nn.functional.softmax": "torch.softmax"},
-    ),
-}
-
-
-def _elementwise_shapes(inputs: dict[str, dict[str, Any]], attrs: dict[str, Any], notes: list[str]) -> None:
-    """Apply the legacy ``axis`` (align y with x from dimension axis) as trailing 1s on y; check broadcasting."""
-    x, y = inputs["x"]["shape"], inputs["y"]["shape"]
-    axis = attrs.get("axis", -1)
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise NotConvertible(f"elementwise axis {axis!r}: expected an integer")
-    if axis != -1:
-        pad = len(x) - axis - len(y)
-        if axis < 0 or pad < 0:
-            raise NotConvertible(f"elementwise axis={axis} cannot align y {y} with x {x}")
-        if pad:
-            inputs["y"]["shape"] = y + [1] * pad
-            notes.append(f"y reshaped {y} -> {inputs['y']['shape']} to keep the legacy axis={axis} alignment")
-    try:
-        _broadcast(x, inputs["y"]["shape"])
-    except ValueError:
-        raise NotConvertible(f"x {x} and y {inputs['y']['shape']} do not broadcast") from None
-
-
-def _broadcast(a: list[int], b: list[int]) -> list[int]:
-    out = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        da, db = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
-        if da != db and 1 not in (da, db):
-            raise ValueError(f"{a} and {b}")
-        out.append(max(da, db))
-    return out[::-1]
-
-
-def _matmul_shapes(inputs: dict[str, dict[str, Any]], attrs: dict[str, Any], notes: list[str]) -> None:
-    """The contracted dimensions must agree (after the transposes) and the batch dimensions broadcast."""
-    x, y = inputs["x"]["shape"], inputs["y"]["shape"]
-    if len(x) < 2 or len(y) < 2:
-        return
-    k_x = x[-2] if attrs.get("transpose_x") else x[-1]
-    k_y = y[-1] if attrs.get("transpose_y") else y[-2]
-    if k_x != k_y:
-        raise NotConvertible(f"matmul of x {x} and y {y}: contracted dimensions {k_x} != {k_y}")
-    try:
-        _broadcast(x[:-2], y[:-2])
-    except ValueError:
-        raise NotConvertible(f"matmul of x {x} and y {y}: batch dimensions do not broadcast") from None
-
-
-_ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes}
-# The lstm config maps onto the registered `lstm` model builder (benchmark.runners.models).
-LSTM_PARAMS = {
-    "inputs",
-    "inital_states",
-    "initial_states",
-    "sequence_length",
-    "hidden_size",
-    "num_layers",
-    "direction",
-}
+    def __init__(self, message: str, reason: str = T.VALUE):
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -168,11 +77,12 @@ class Report:
     status: str  # "converted" | "skipped"
     message: str
     cases: list[str] = field(default_factory=list)
+    reason: str | None = None  # the category of a skipped config
 
     def __str__(self) -> str:
         head = f"{self.source} #{self.index} ({self.op})"
         if self.status == "skipped":
-            return f"{head}: not converted: {self.message}"
+            return f"{head}: not converted ({self.reason}): {self.message}"
         return f"{head}: {', '.join(self.cases)}" + (f" ({self.message})" if self.message else "")
 
 
@@ -189,32 +99,48 @@ class Conversion:
         return [r for r in self.reports if r.status == "skipped"]
 
 
+def reason_counts(reports: Iterable[Report]) -> Counter[str]:
+    """Configs per outcome: ``converted`` and one key per reason category."""
+    return Counter("converted" if r.status == "converted" else (r.reason or T.VALUE) for r in reports)
+
+
+def format_reason_table(counts: Counter[str]) -> str:
+    """The closing table of `benchmark import-legacy`: configs per outcome, most frequent first."""
+    total = sum(counts.values())
+    width = max([len("outcome"), *map(len, counts)])
+    lines = [f"{'outcome':<{width}}  configs  share"]
+    for key, n in sorted(counts.items(), key=lambda kv: (kv[0] != "converted", -kv[1], kv[0])):
+        lines.append(f"{key:<{width}}  {n:>7}  {100 * n / total:4.1f}%")
+    lines.append(f"{'total':<{width}}  {total:>7}")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------
 # Parsing
 # ------------------------------------------------------------------------------------------
 
 
-def parse_shape(text: Any, batch_size: int = DEFAULT_BATCH_SIZE) -> list[int]:
-    """``"[-1L, 128L, 8L]"`` -> ``[batch_size, 128, 8]``; NotConvertible for -1 elsewhere or bad text."""
+def parse_shape(
+    text: Any, batch_size: int = DEFAULT_BATCH_SIZE, unknown_dim: int = DEFAULT_UNKNOWN_DIM
+) -> list[int]:
+    """``"[-1L, 128L, -1L]"`` -> ``[batch_size, 128, unknown_dim]``; NotConvertible for bad text."""
     if isinstance(text, list):
         dims = text
     else:
+        if isinstance(text, str) and text.strip().startswith("[") and not text.strip().endswith("]"):
+            text = text.strip() + "]"  # one corpus shape lacks its "]"; the legacy parser ignored brackets
         if not isinstance(text, str) or not _SHAPE.match(text.strip()):
-            raise NotConvertible(f"shape {text!r} is not a list of integers such as '[-1L, 128L]'")
+            raise NotConvertible(f"shape {text!r} is not a list of integers such as '[-1L, 128L]'", T.SHAPE)
         inner = text.strip()[1:-1]
         dims = [int(d.strip().rstrip("L")) for d in inner.split(",") if d.strip()]
     out = []
     for i, d in enumerate(dims):
         if not isinstance(d, int) or isinstance(d, bool):
-            raise NotConvertible(f"shape {text!r}: dimension {d!r} is not an integer")
-        if d == -1 and i == 0:
-            d = batch_size
-        elif d == -1:
-            raise NotConvertible(
-                f"shape {text!r}: -1 in dimension {i} (only the first, batch, dimension may be -1)"
-            )
+            raise NotConvertible(f"shape {text!r}: dimension {d!r} is not an integer", T.SHAPE)
+        if d == -1:
+            d = batch_size if i == 0 else unknown_dim
         elif d <= 0:
-            raise NotConvertible(f"shape {text!r}: dimension {i} is {d}")
+            raise NotConvertible(f"shape {text!r}: dimension {i} is {d}", T.SHAPE)
         out.append(d)
     return out
 
@@ -229,7 +155,7 @@ def _parse_bool(value: str) -> bool:
 
 def _parse_sequence(value: str) -> list[Any]:
     try:
-        parsed = ast.literal_eval(value)  # literals only: never evaluates code
+        parsed = ast.literal_eval(_LONG.sub(r"\1", value))  # literals only: never evaluates code
     except (ValueError, SyntaxError) as e:
         raise NotConvertible(f"list value {value!r} is not a literal list ({e})") from None
     if not isinstance(parsed, (list, tuple)) or not all(
@@ -239,55 +165,176 @@ def _parse_sequence(value: str) -> list[Any]:
     return list(parsed)
 
 
+_INT_TYPES = ("int", "int32", "int64", "long")
+_FLOAT_TYPES = ("float", "float32", "float64")
+
+
 def parse_value(type_: str, value: Any) -> Any:
     """A typed legacy attribute (value given as a string) -> a plain YAML value."""
     if not isinstance(value, str):
         value = str(value)
     value = value.strip()
+    if value == "None" and type_ != "string":
+        return None
     try:
-        if type_ == "int":
-            return int(value)
-        if type_ == "float":
+        if type_ in _INT_TYPES:
+            return int(_LONG.sub(r"\1", value))
+        if type_ in _FLOAT_TYPES:
             return float(value)
     except ValueError:
         raise NotConvertible(f"{type_} value {value!r} does not parse") from None
     if type_ == "bool":
         return _parse_bool(value)
-    if type_ == "string":
+    if type_ in ("string", "str"):
         return None if value == "None" else value
     if type_ in ("list", "tuple"):
         return _parse_sequence(value)
-    raise NotConvertible(f"attribute type {type_!r} is not supported (int, float, bool, string, list, tuple)")
+    raise NotConvertible(
+        f"attribute type {type_!r} is not supported (int, float, bool, string, list, tuple)", T.VALUE
+    )
+
+
+def _input_spec(name: str, spec: dict[str, Any], batch_size: int, unknown_dim: int, notes: list[str]):
+    dtype = spec.get("dtype")
+    if dtype in T.DTYPE_ALIASES:
+        notes.append(f"input {name}: legacy dtype {dtype!r} read as {T.DTYPE_ALIASES[dtype]}")
+        dtype = T.DTYPE_ALIASES[dtype]
+    if dtype not in DTYPES:
+        raise NotConvertible(f"input {name!r}: dtype {dtype!r} is not supported", T.DTYPE)
+    shape = parse_shape(spec.get("shape"), batch_size, unknown_dim)
+    raw = str(spec.get("shape"))
+    if raw.count("-1") > (1 if raw.replace(" ", "").startswith("[-1") else 0):
+        notes.append(f"input {name}: -1 outside the batch dimension filled with {unknown_dim}")
+    return {"shape": shape, "dtype": dtype}
 
 
 def split_params(
-    param_info: dict[str, Any], batch_size: int
+    param_info: dict[str, Any],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    unknown_dim: int = DEFAULT_UNKNOWN_DIM,
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """param_info -> (inputs {name: {shape, dtype}}, attrs {name: value})."""
+    notes = [] if notes is None else notes
     if not isinstance(param_info, dict) or not param_info:
-        raise NotConvertible("param_info is missing or empty")
+        raise NotConvertible("param_info is missing or empty", T.MALFORMED)
     inputs, attrs = {}, {}
     for name, spec in param_info.items():
         if not isinstance(spec, dict) or "type" not in spec:
-            raise NotConvertible(f"parameter {name!r}: expected a mapping with a 'type'")
+            raise NotConvertible(f"parameter {name!r}: expected a mapping with a 'type'", T.MALFORMED)
         if spec["type"] == "Variable":
-            dtype = spec.get("dtype")
-            if dtype not in ("float16", "float32", "float64", "int32", "int64", "bool"):
-                raise NotConvertible(f"input {name!r}: dtype {dtype!r} is not supported")
-            inputs[name] = {"shape": parse_shape(spec.get("shape"), batch_size), "dtype": dtype}
+            inputs[name] = _input_spec(name, spec, batch_size, unknown_dim, notes)
+        elif spec["type"] == "list<Variable>":
+            raise NotConvertible(
+                f"parameter {name!r} is a list of tensors; an op case's inputs are single tensors",
+                T.LIST_INPUT,
+            )
         else:
             attrs[name] = parse_value(spec["type"], spec.get("value"))
     return inputs, attrs
 
 
 # ------------------------------------------------------------------------------------------
-# Conversion
+# Shape rules of particular ops (named by the table's `adjust`)
 # ------------------------------------------------------------------------------------------
 
 
-def _label(config: dict[str, Any], index: int) -> int:
-    cid = config.get("config_id")
-    return cid if isinstance(cid, int) and not isinstance(cid, bool) else index
+def _broadcast(a: list[int], b: list[int]) -> list[int]:
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da, db = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
+        if da != db and 1 not in (da, db):
+            raise ValueError(f"{a} and {b}")
+        out.append(max(da, db))
+    return out[::-1]
+
+
+def _elementwise_shapes(inputs, attrs, notes, apis):
+    """Apply the legacy ``axis`` (align y with x from dimension axis) as trailing 1s on y; check broadcasting."""
+    if "x" not in inputs or "y" not in inputs:
+        return apis
+    x, y = inputs["x"]["shape"], inputs["y"]["shape"]
+    axis = attrs.get("axis", -1)
+    if axis is None:
+        axis = -1
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise NotConvertible(f"elementwise axis {axis!r}: expected an integer")
+    if axis != -1:
+        pad = len(x) - axis - len(y)
+        if axis < 0 or pad < 0:
+            raise NotConvertible(f"elementwise axis={axis} cannot align y {y} with x {x}", T.SHAPE)
+        if pad:
+            inputs["y"]["shape"] = y + [1] * pad
+            notes.append(f"y reshaped {y} -> {inputs['y']['shape']} to keep the legacy axis={axis} alignment")
+    try:
+        _broadcast(x, inputs["y"]["shape"])
+    except ValueError:
+        raise NotConvertible(f"x {x} and y {inputs['y']['shape']} do not broadcast", T.SHAPE) from None
+    return apis
+
+
+def _matmul_shapes(inputs, attrs, notes, apis):
+    """The contracted dimensions must agree (after the transposes) and the batch dimensions broadcast."""
+    if "x" not in inputs or "y" not in inputs:
+        return apis
+    x, y = inputs["x"]["shape"], inputs["y"]["shape"]
+    if len(x) < 2 or len(y) < 2:
+        return apis
+    k_x = x[-2] if attrs.get("transpose_x") else x[-1]
+    k_y = y[-1] if attrs.get("transpose_y") else y[-2]
+    if k_x != k_y:
+        raise NotConvertible(f"matmul of x {x} and y {y}: contracted dimensions {k_x} != {k_y}", T.SHAPE)
+    try:
+        _broadcast(x[:-2], y[:-2])
+    except ValueError:
+        raise NotConvertible(
+            f"matmul of x {x} and y {y}: batch dimensions do not broadcast", T.SHAPE
+        ) from None
+    return apis
+
+
+_POOL_RENAMES = {"input": "x", "pool_size": "kernel_size", "pool_stride": "stride", "pool_padding": "padding"}
+
+
+def _pool2d(inputs, attrs, notes, apis):
+    """fluid's pool2d -> max_pool2d / avg_pool2d; global pooling pools the whole plane."""
+    for old, new in _POOL_RENAMES.items():
+        if old in inputs:
+            inputs[new] = inputs.pop(old)
+        if old in attrs:
+            attrs[new] = attrs.pop(old)
+    pool_type = attrs.pop("pool_type", "max")
+    if pool_type not in ("max", "avg"):
+        raise NotConvertible(f"pool2d pool_type {pool_type!r}: expected max or avg")
+    exclusive = attrs.pop("exclusive", True)
+    if pool_type == "avg":
+        attrs["exclusive"] = exclusive
+    if attrs.pop("global_pooling", False):
+        shape = inputs["x"]["shape"]
+        nhwc = attrs.get("data_format") == "NHWC"
+        attrs["kernel_size"] = shape[1:3] if nhwc else shape[2:4]
+        attrs["stride"], attrs["padding"] = 1, 0
+        notes.append("global pooling: kernel = the input's spatial size")
+    return [(f"pool2d_{pool_type}", f"paddle.nn.functional.{pool_type}_pool2d")]
+
+
+_ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes, "pool2d": _pool2d}
+
+# The lstm config maps onto the registered `lstm` model builder (benchmark.runners.models).
+LSTM_PARAMS = {
+    "inputs",
+    "inital_states",
+    "initial_states",
+    "sequence_length",
+    "hidden_size",
+    "num_layers",
+    "direction",
+}
+
+
+# ------------------------------------------------------------------------------------------
+# Conversion
+# ------------------------------------------------------------------------------------------
 
 
 def _description(source: str, index: int, config: dict[str, Any], notes: list[str], why: str) -> str:
@@ -301,84 +348,267 @@ def _tolerance(config: dict[str, Any]) -> dict[str, float] | None:
     atol = config.get("atol")
     if atol is None:
         return None
+    if isinstance(atol, str):
+        try:
+            atol = float(atol)
+        except ValueError:
+            raise NotConvertible(f"atol {atol!r}: expected a non-negative number") from None
     if isinstance(atol, bool) or not isinstance(atol, (int, float)) or atol < 0:
         raise NotConvertible(f"atol {atol!r}: expected a non-negative number")
     return {"atol": float(atol)}
 
 
+def _candidates(op: str, entry: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """[(case-name prefix, [paddle names to try, first admitted wins])]."""
+    if "apis" in entry:
+        return [(f"{op}_{short}", [api]) for short, api in entry["apis"].items()]
+    if "api" in entry:
+        return [(op, [entry["api"]])]
+    return [(op, [f"{ns}.{op}" for ns in GENERIC_NAMESPACES])]
+
+
+def _resolve_apis(op, entry, resolve, notes) -> list[tuple[str, str, Any]]:
+    """[(prefix, api, function or None)]; NotConvertible(unknown op) when nothing resolves."""
+    out, refused = [], []
+    for prefix, names in _candidates(op, entry):
+        if resolve is None:
+            if "api" in entry or "apis" in entry:
+                out.append((prefix, names[0], None))
+            continue
+        for name in names:
+            try:
+                out.append((prefix, name, resolve(name)))
+                break
+            except ValueError as e:
+                refused.append((name, str(e)))
+    if not out:
+        if resolve is None:
+            raise NotConvertible(
+                f"legacy op {op!r} is not in the alias table and paddle is not importable here to resolve it",
+                T.UNKNOWN_OP,
+            )
+        tried = "; ".join(msg for _, msg in refused[:2]) if "api" in entry or "apis" in entry else ""
+        raise NotConvertible(
+            f"legacy op {op!r}: no admitted paddle function "
+            + (f"({tried})" if tried else f"(tried {', '.join(n for n, _ in refused)})"),
+            T.UNKNOWN_OP,
+        )
+    if refused and "apis" in entry:
+        notes.append("not on the allowlist: " + ", ".join(n for n, _ in refused))
+    return out
+
+
+def _signature(fn) -> inspect.Signature | None:
+    if fn is None:
+        return None
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _attr_default(sigs: list[inspect.Signature | None], name: str, fallback: Any) -> Any:
+    for sig in sigs:
+        if sig is not None and name in sig.parameters:
+            default = sig.parameters[name].default
+            if default is not inspect.Parameter.empty:
+                return default
+    return fallback
+
+
+def _ref_value(ref: Any, inputs, attrs, sigs) -> float | int:
+    if isinstance(ref, (int, float)) and not isinstance(ref, bool):
+        return ref
+    m = _REF.match(str(ref))
+    if not m:
+        raise NotConvertible(f"alias table: bad value reference {ref!r}", T.MALFORMED)
+    offset = int(m["offset"] or 0)
+    if m["attr"]:
+        value = attrs.get(m["attr"])
+        if not isinstance(value, int):
+            raise NotConvertible(f"attribute {m['attr']!r} (an integer) is missing", T.PARAM)
+        return value + offset
+    source = inputs.get(m["input"])
+    if source is None:
+        raise NotConvertible(f"input {m['input']!r} is missing", T.PARAM)
+    shape, dim = source["shape"], m["dim"]
+    if dim == "min":
+        return min(shape) + offset
+    dim = int(dim) if re.match(r"^-?\d+$", dim) else attrs.get(dim, _attr_default(sigs, dim, 0))
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        dim = 0  # an axis left at None (gather, index_select) is the first one
+    dim = int(dim)
+    if not -len(shape) <= dim < len(shape):
+        raise NotConvertible(f"input {m['input']!r} {shape} has no dimension {dim}", T.SHAPE)
+    return shape[dim] + offset
+
+
+def _rename(entry, inputs, attrs) -> None:
+    for old, new in (entry.get("rename") or {}).items():
+        for group in (inputs, attrs):
+            if old in group:
+                group[new] = group.pop(old)
+
+
+def _apply_table(entry, inputs, attrs, notes, sigs) -> None:
+    """drop, set, shape_attrs, extra_inputs, ranges (in that order; after renames and shape rules)."""
+    for name, why in {**T.GLOBAL_DROP, **(entry.get("drop") or {})}.items():
+        for group in (inputs, attrs):
+            if name in group:
+                group.pop(name)
+                notes.append(f"{name} dropped: {why}")
+    for name, value in (entry.get("drop_default") or {}).items():
+        if name in attrs:
+            if attrs[name] != value:
+                raise NotConvertible(
+                    f"{name}={attrs[name]!r}: today's API has no such parameter (only {value!r} maps)",
+                    T.PARAM,
+                )
+            attrs.pop(name)
+    attrs.update(entry.get("set") or {})
+    for name, (source, start) in (entry.get("shape_attrs") or {}).items():
+        if source not in inputs:
+            raise NotConvertible(f"input {source!r} is missing", T.PARAM)
+        attrs[name] = inputs[source]["shape"][start:]
+    for name, spec in (entry.get("extra_inputs") or {}).items():
+        shape = [int(_ref_value(d, inputs, attrs, sigs)) for d in spec["shape"]]
+        dtype = next(iter(inputs.values()))["dtype"] if inputs else "float32"
+        extra = {"shape": shape, "dtype": dtype}
+        for key in ("low", "high"):
+            if key in spec:
+                extra[key] = spec[key]
+        inputs[name] = extra
+    for name, spec in (entry.get("ranges") or {}).items():
+        if name not in inputs:
+            continue
+        low = _ref_value(spec["low"], inputs, attrs, sigs)
+        high = _ref_value(spec["high"], inputs, attrs, sigs)
+        if inputs[name]["dtype"] == "bool":
+            continue
+        if not high > low:
+            raise NotConvertible(f"input {name!r}: empty value range [{low}, {high})", T.SHAPE)
+        inputs[name]["low"], inputs[name]["high"] = low, high
+
+
+def _bind(api: str, sig: inspect.Signature | None, inputs, attrs) -> None:
+    if sig is None:
+        return
+    variadic = [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.VAR_POSITIONAL]
+    if variadic and not set(inputs) & set(sig.parameters):
+        raise NotConvertible(
+            f"{api} takes its tensors as *{variadic[0]}; an op case passes named inputs", T.LIST_INPUT
+        )
+    try:
+        sig.bind(**dict.fromkeys(inputs), **attrs)
+    except TypeError as e:
+        params = ", ".join(p for p in sig.parameters if p != "name")
+        raise NotConvertible(f"{api}({params}): {e}", T.PARAM) from None
+
+
+def _reference(entry, api, attrs) -> str | None:
+    name = (entry.get("references") or {}).get(api)
+    if not name or not set(attrs) <= T.REFERENCE_ATTRS:
+        return None
+    try:
+        from benchmark import allowlist
+    except ImportError:  # pragma: no cover - older trees without the allowlist
+        return name
+    return name if allowlist.check("reference", name) is None else None
+
+
 def _op_cases(
-    mapping: OpMapping, config, source, index, batch_size, backward
+    config, source, index, label, batch_size, unknown_dim, backward, resolve
 ) -> tuple[list[dict], list[str]]:
-    inputs, attrs = split_params(config.get("param_info"), batch_size)
+    op = config["op"]
+    entry = T.OPS.get(op, {})
+    if "skip" in entry:
+        reason, message = entry["skip"]
+        raise NotConvertible(f"legacy op {op!r}: {message}", reason)
     notes: list[str] = []
-    unknown_inputs = set(inputs) - set(mapping.inputs)
-    if unknown_inputs:
-        raise NotConvertible(f"input(s) {sorted(unknown_inputs)} are not arguments of {mapping.apis[0][1]}")
-    missing = set(mapping.inputs) - set(inputs)
-    if missing:
-        raise NotConvertible(f"input(s) {sorted(missing)} of {mapping.apis[0][1]} are missing")
-    if mapping.adjust:
-        _ADJUST[mapping.adjust](inputs, attrs, notes)
-    for name in list(attrs):
-        if name in mapping.dropped:
-            notes.append(f"attribute {name}={attrs.pop(name)!r} dropped: {mapping.dropped[name]}")
-        elif name not in mapping.attrs:
-            raise NotConvertible(f"unknown attribute {name!r} for legacy op {config['op']!r}")
+    inputs, attrs = split_params(config.get("param_info"), batch_size, unknown_dim, notes)
+    apis = _resolve_apis(op, entry, resolve, notes)
+    sigs = [_signature(fn) for _, _, fn in apis]
+    _rename(entry, inputs, attrs)
+    if entry.get("adjust"):
+        adjusted = _ADJUST[entry["adjust"]](inputs, attrs, notes, [(p, a) for p, a, _ in apis])
+        if [(p, a) for p, a, _ in apis] != adjusted:
+            apis = []
+            for prefix, api in adjusted:
+                try:
+                    apis.append((prefix, api, resolve(api) if resolve else None))
+                except ValueError as e:
+                    raise NotConvertible(f"legacy op {op!r}: {e}", T.UNKNOWN_OP) from None
+            sigs = [_signature(fn) for _, _, fn in apis]
+    _apply_table(entry, inputs, attrs, notes, sigs)
+    unset = sorted(n for n, v in attrs.items() if v is None)
+    for name in unset:
+        attrs.pop(name)
+    if unset:
+        notes.append(f"{', '.join(unset)} None in the legacy config: the function's default")
+    for (_, api, _), sig in zip(apis, sigs, strict=True):
+        _bind(api, sig, inputs, attrs)
     dtypes = sorted({spec["dtype"] for spec in inputs.values()})
     places = ["cpu", "gpu"]
     if "float16" in dtypes:
         places = ["gpu"]
-        notes.append("float16: GPU only (paddle has no float16 CPU kernel for several of these ops)")
+        notes.append("float16: GPU only (the legacy harness disabled float16 on CPU)")
     tolerance = _tolerance(config)
-    label = _label(config, index)
     cases = []
-    for prefix, api in mapping.apis:
+    for prefix, api, _ in apis:
         case: dict[str, Any] = {
             "name": f"{prefix}_legacy_{label}",
             "kind": "op",
             "op": api,
-            "description": _description(source, index, config, notes, mapping.why),
-            "inputs": inputs,
+            "description": _description(source, index, config, notes, entry.get("note", "")),
+            "inputs": {n: dict(s) for n, s in inputs.items()},
             "places": places,
             "dtypes": dtypes if len(dtypes) == 1 else ["float32"],
             "backward": [False, True] if backward else False,
             "tags": ["imported"],
         }
-        if len(dtypes) == 1:
-            case["inputs"] = {n: {"shape": s["shape"]} for n, s in inputs.items()}  # dtype: $dtype
+        if len(dtypes) == 1:  # dtype: $dtype
+            case["inputs"] = {n: {k: v for k, v in s.items() if k != "dtype"} for n, s in inputs.items()}
+        if not inputs:
+            case["dtypes"] = ["float32"]
+            case["backward"] = False
         if attrs:
             case["attrs"] = dict(attrs)
-        if api in mapping.references:
-            case["reference"] = mapping.references[api]
-        if api in mapping.torch_ops:
-            case["torch_op"] = mapping.torch_ops[api]
+        reference = _reference(entry, api, attrs)
+        if reference:
+            case["reference"] = reference
         if tolerance:
             case["tolerance"] = dict(tolerance)
         cases.append(case)
     return cases, notes
 
 
-def _lstm_case(config, source, index, batch_size) -> tuple[list[dict], list[str]]:
+def _lstm_case(config, source, index, label, batch_size, unknown_dim) -> tuple[list[dict], list[str]]:
     params = config.get("param_info") or {}
     unknown = set(params) - LSTM_PARAMS
     if unknown:
-        raise NotConvertible(f"lstm: unknown parameter(s) {sorted(unknown)}")
-    inputs, attrs = split_params(params, batch_size)
+        raise NotConvertible(f"lstm: unknown parameter(s) {sorted(unknown)}", T.MODEL)
+    inputs, attrs = split_params(params, batch_size, unknown_dim)
     if "inputs" not in inputs:
-        raise NotConvertible("lstm: no 'inputs' variable to take batch, sequence and input sizes from")
+        raise NotConvertible(
+            "lstm: no 'inputs' variable to take batch, sequence and input sizes from", T.MODEL
+        )
     shape = inputs["inputs"]["shape"]
     if len(shape) != 3 or inputs["inputs"]["dtype"] != "float32":
-        raise NotConvertible(f"lstm: inputs must be float32 [batch, seq_len, input_size], got {shape}")
+        raise NotConvertible(
+            f"lstm: inputs must be float32 [batch, seq_len, input_size], got {shape}", T.MODEL
+        )
     batch, seq_len, input_size = shape
     hidden, layers = attrs.get("hidden_size"), attrs.get("num_layers", 1)
     direction = attrs.get("direction", "forward")
     if direction != "forward":
-        raise NotConvertible(f"lstm: direction {direction!r} (the lstm model builder is unidirectional)")
+        raise NotConvertible(
+            f"lstm: direction {direction!r} (the lstm model builder is unidirectional)", T.MODEL
+        )
     if not isinstance(hidden, int) or not isinstance(layers, int):
-        raise NotConvertible("lstm: hidden_size and num_layers must be integers")
+        raise NotConvertible("lstm: hidden_size and num_layers must be integers", T.MODEL)
     if attrs.get("sequence_length", seq_len) != seq_len:
         raise NotConvertible(
-            f"lstm: sequence_length {attrs['sequence_length']} != inputs' dimension 1 ({seq_len})"
+            f"lstm: sequence_length {attrs['sequence_length']} != inputs' dimension 1 ({seq_len})", T.MODEL
         )
     notes = [
         "the model starts from zero initial states (the legacy random initial states are not an argument)",
@@ -387,10 +617,11 @@ def _lstm_case(config, source, index, batch_size) -> tuple[list[dict], list[str]
     states = inputs.get("inital_states") or inputs.get("initial_states")
     if states and states["shape"] != [layers, batch, hidden]:
         raise NotConvertible(
-            f"lstm: initial states {states['shape']} != [num_layers, batch, hidden] {[layers, batch, hidden]}"
+            f"lstm: initial states {states['shape']} != [num_layers, batch, hidden] {[layers, batch, hidden]}",
+            T.MODEL,
         )
     case = {
-        "name": f"lstm_legacy_{_label(config, index)}",
+        "name": f"lstm_legacy_{label}",
         "kind": "model",
         "model": "lstm",
         "description": _description(source, index, config, notes, ""),
@@ -414,39 +645,69 @@ def convert_config(
     source: str,
     index: int,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    unknown_dim: int = DEFAULT_UNKNOWN_DIM,
     backward: bool = False,
+    resolve: Resolver | None = None,
+    label: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """One legacy config -> (case dicts, notes); raises NotConvertible with the reason."""
     if not isinstance(config, dict):
-        raise NotConvertible(f"expected a JSON object, got {type(config).__name__}")
+        raise NotConvertible(f"expected a JSON object, got {type(config).__name__}", T.MALFORMED)
     op = config.get("op")
+    if not isinstance(op, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", op):
+        raise NotConvertible(f"op {op!r}: expected the legacy op name", T.MALFORMED)
+    if label is None:
+        cid = config.get("config_id")
+        label = cid if isinstance(cid, int) and not isinstance(cid, bool) else index
     if op == "lstm":
-        return _lstm_case(config, source, index, batch_size)
-    if op not in OPS:
-        raise NotConvertible(f"legacy op {op!r} has no mapping (known: {', '.join(sorted([*OPS, 'lstm']))})")
-    return _op_cases(OPS[op], config, source, index, batch_size, backward)
+        return _lstm_case(config, source, index, label, batch_size, unknown_dim)
+    return _op_cases(config, source, index, label, batch_size, unknown_dim, backward, resolve)
+
+
+def _labels(configs: list[Any]) -> list[int]:
+    ids = [c.get("config_id") if isinstance(c, dict) else None for c in configs]
+    if all(isinstance(i, int) and not isinstance(i, bool) for i in ids) and len(set(ids)) == len(ids):
+        return ids  # type: ignore[return-value]
+    return list(range(len(configs)))
 
 
 def convert(
-    configs: Any, *, source: str, batch_size: int = DEFAULT_BATCH_SIZE, backward: bool = False
+    configs: Any,
+    *,
+    source: str,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    unknown_dim: int = DEFAULT_UNKNOWN_DIM,
+    backward: bool = False,
+    resolve: Resolver | None = None,
 ) -> Conversion:
     """A parsed legacy file (a JSON list of configs) -> Conversion with the cases and one report per config."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size: expected a positive integer, got {batch_size}")
+    if batch_size < 1 or unknown_dim < 1:
+        raise ValueError(
+            f"batch_size and unknown_dim: expected positive integers, got {batch_size}, {unknown_dim}"
+        )
     result = Conversion(source)
     if isinstance(configs, dict):
         configs = [configs]
     if not isinstance(configs, list):
-        result.reports.append(Report(source, 0, "?", "skipped", "expected a JSON list of configs"))
+        result.reports.append(
+            Report(source, 0, "?", "skipped", "expected a JSON list of configs", reason=T.MALFORMED)
+        )
         return result
-    for index, config in enumerate(configs):
+    for index, (config, label) in enumerate(zip(configs, _labels(configs), strict=True)):
         op = config.get("op", "?") if isinstance(config, dict) else "?"
         try:
             cases, notes = convert_config(
-                config, source=source, index=index, batch_size=batch_size, backward=backward
+                config,
+                source=source,
+                index=index,
+                batch_size=batch_size,
+                unknown_dim=unknown_dim,
+                backward=backward,
+                resolve=resolve,
+                label=label,
             )
         except NotConvertible as e:
-            result.reports.append(Report(source, index, str(op), "skipped", str(e)))
+            result.reports.append(Report(source, index, str(op), "skipped", str(e), reason=e.reason))
             continue
         result.cases.extend(cases)
         result.reports.append(
@@ -455,12 +716,25 @@ def convert(
     return result
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes a shared object out in full each time: configs may not contain YAML anchors or aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def to_yaml(conversion: Conversion, reports: Iterable[Report] | None = None) -> str:
     """The YAML text of a converted file: a header naming the source and what was not converted."""
     lines = [
         f"# Imported by `benchmark import-legacy` from {conversion.source} (PaddlePaddle benchmark API configs)."
     ]
     for r in reports if reports is not None else conversion.skipped:
-        lines.append(f"# not converted: config #{r.index}: {r.message}")
-    body = yaml.safe_dump({"cases": conversion.cases}, sort_keys=False, default_flow_style=None, width=110)
+        lines.append(f"# not converted: config #{r.index} ({r.reason}): {r.message}")
+    body = yaml.dump(
+        {"cases": conversion.cases},
+        Dumper=_NoAliasDumper,
+        sort_keys=False,
+        default_flow_style=None,
+        width=110,
+    )
     return "\n".join(lines) + "\n" + body
