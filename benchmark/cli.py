@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "benchmark.commands.detect",
     "benchmark.commands.profile",
     "benchmark.commands.gate",
+    "benchmark.commands.scope",
 ]
 
 

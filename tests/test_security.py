@@ -455,3 +455,66 @@ def test_fuzz_only_allowlisted_names_resolve(name):
         return
     assert admitted, f"{name!r} resolved without being on the allowlist"
     assert callable(fn) and not isinstance(fn, type)
+
+
+# ------------------------------------------------------------------------------------------
+# Pull requests: data only, or code
+# ------------------------------------------------------------------------------------------
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+@pytest.mark.parametrize(
+    "changed, scope",
+    [
+        ({"configs/ops/tanh.yaml": "cases: []\n"}, "data"),
+        ({"configs/ops/tanh.yaml": "cases: []\n", "configs/models/m.yml": "cases: []\n"}, "data"),
+        ({"configs/allowlist.yaml": "op: {}\n"}, "code"),
+        ({"configs/ops/conftest.py": "import os\n"}, "code"),
+        ({"configs/ops/tanh.yaml": "cases: []\n", "benchmark/x.py": "x = 1\n"}, "code"),
+        ({".github/workflows/pr.yml": "on: push\n"}, "code"),
+    ],
+)
+def test_pr_scope_tells_data_only_changes_from_code(tmp_path, changed, scope):
+    repo = tmp_path / "repo"
+    (repo / "configs").mkdir(parents=True)
+    (repo / "configs" / "gates.yaml").write_text("defaults: {}\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    for rel, text in changed.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "change")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "pr-scope", "--base", "HEAD~1", "--head", "HEAD"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == scope
+    if scope == "code":
+        assert "not case data:" in proc.stderr
+
+
+def test_pr_scope_says_when_git_fails(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "pr-scope", "--base", "nope", "--head", "HEAD"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("pr-scope: git diff nope...HEAD failed")
