@@ -46,7 +46,15 @@ PADDLE_NAMESPACES = [
     "paddle.sparse",
     "paddle.incubate.nn.functional",
     "paddle.vision.ops",
+    "paddle.geometric",
 ]
+# Reviewed one by one: tensor operators in namespaces that also hold datasets or classes, or whose
+# name trips a pattern above (shard_index shards labels, not a process group).
+PADDLE_REVIEWED = {
+    "paddle": ["shard_index"],
+    "paddle.text": ["viterbi_decode"],
+    "paddle.metric": ["accuracy"],
+}
 # Operators paddle exports at the top level from outside paddle.tensor (reviewed by hand).
 PADDLE_TOP_EXTRA = [
     "adaptive_avg_pool1d",
@@ -125,6 +133,9 @@ def paddle_candidates() -> dict[str, list[str]]:
     out = {"paddle": _public_functions(paddle, top)}
     for ns in PADDLE_NAMESPACES:
         out[ns] = _public_functions(importlib.import_module(ns))
+    for ns, names in PADDLE_REVIEWED.items():
+        module = importlib.import_module(ns)
+        out[ns] = sorted(set(out.get(ns, [])) | {n for n in names if _is_function(getattr(module, n, None))})
     methods = set(getattr(tensor, "tensor_method_func", []))
     out["paddle.Tensor"] = sorted(
         n for n in methods & set(out["paddle"]) if _is_function(getattr(paddle.Tensor, n, None))
