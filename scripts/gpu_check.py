@@ -1,259 +1,354 @@
-"""End-to-end check of the CUDA and NVML paths on a GPU machine (PyTorch + CUDA + NVML; no paddle).
+"""The harness's CUDA path on a GPU machine that has PyTorch with CUDA and an NVIDIA driver, no paddle.
 
-Run from a checkout without installing it (scripts/gpu_check.sh does this):
+One prepared run of at most 8 minutes (scripts/gpu_check.sh starts it, with a hard timeout) that
+prints one ``PASS``, ``FAIL`` or ``SKIP`` line per check, then a summary line:
 
-    PYTHONPATH=. python scripts/gpu_check.py [--rounds 50] [--lstm-seconds 5]
+  env          torch, CUDA, the device, NVML status
+  nvml         the NVML sampler (real pynvml) around 3 s of GPU work: utilization, power, energy and
+               SM clock read (on a MIG slice: power, energy and utilization must NOT be recorded)
+  mapping      CUDA device 0 -> NVML device (telemetry.resolve_device) matches torch's device UUID;
+               a child process with CUDA_VISIBLE_DEVICES=<that UUID> maps to the same device; every
+               MIG slice on the machine maps to a MIG target that leaves board power unattributed
+  kernel:OP    abs [1000,1000] and elementwise_mul [50,128,1000]x[1,128,1000] (torch runner): CUDA
+               event time per step beside the profiler's kernel time per step (torch.profiler); the
+               kernel time must be positive and not above the event time; the difference is the
+               launch gap
+  peak:OP      the runner's peak device memory is at least the case's inputs and output
+  suite        `pytest benchmark/` twice (torch runner, GPU place, --bench-require-place) into a
+               fresh SQLite history; results ok with device samples, telemetry and peak memory
+  gate         after the first run: no baseline, said as such; after the second: the gate passes
 
-It prints labelled lines:
-  env:        torch, CUDA, device, NVML status
-  case:       abs 1000x1000 and multiply [50,128,1000]x[1,128,1000] forward on gpu:0 through the torch
-              runner: per-iteration host time (wall clock, device synchronize at each round's end) and
-              device time (CUDA events around the round), medians over the rounds
-  telemetry:  the NVML sampler (real pynvml) around an LSTM training loop (batch 32, seq 50, hidden 256)
-  store:      one result with that telemetry stored into a temporary SQLite history and read back
-              (skipped when benchmark.store is not importable)
-Exit status: 0 all good, 1 no CUDA device (or a step failed), 2 torch missing.
+Exit status: 0 when nothing failed, 1 when a check failed or there is no GPU, 2 without torch.
+``--cpu-dry-run`` runs only the suite and gate checks on the CPU place (to check this script's
+plumbing on a machine without a GPU); it proves nothing about the CUDA path.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, even without PYTHONPATH
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the checkout, installed or not
 
-from benchmark.results import CaseResult  # noqa: E402
-from benchmark.telemetry import NvmlSampler, nvml_device_index, nvml_status  # noqa: E402
+from benchmark import telemetry  # noqa: E402
 
-CASES = {
-    "abs[1000x1000]": {"op": "paddle.abs", "inputs": {"x": {"shape": [1000, 1000]}}},
-    "multiply[50,128,1000]x[1,128,1000]": {
+OPS = {
+    "abs": {"op": "paddle.abs", "inputs": {"x": {"shape": [1000, 1000]}}},
+    "elementwise_mul": {
         "op": "paddle.multiply",
         "inputs": {"x": {"shape": [50, 128, 1000]}, "y": {"shape": [1, 128, 1000]}},
     },
 }
+# Bytes a forward step needs at least: float32 inputs and the output.
+MIN_PEAK_BYTES = {"abs": 2 * 4 * 1000 * 1000, "elementwise_mul": 4 * (2 * 50 * 128 * 1000 + 128 * 1000)}
+SUITE_CASES = "abs-1000x1000-fwd or elementwise_mul-x_50x128x1000-y_1x128x1000-fwd"
+
+results: list[tuple[str, str, str]] = []
 
 
-def say(label: str, message: str) -> None:
-    print(f"{label + ':':11s}{message}", flush=True)
+def report(name: str, status: str, detail: str) -> None:
+    results.append((name, status, detail))
+    print(f"{status:<5} {name:<22} {detail}", flush=True)
 
 
-def require_cuda():
-    """torch with a CUDA device, or exit with a clear message."""
+def check(name: str, fn: Callable[[], tuple[str, str]]) -> None:
+    """Run one check; any exception is its FAIL line, never a crash of the script."""
+    try:
+        status, detail = fn()
+    except Exception as e:  # noqa: BLE001 - one line per failed check
+        status, detail = "FAIL", f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        if os.environ.get("GPU_CHECK_TRACEBACK"):
+            traceback.print_exc()
+    report(name, status, detail)
+
+
+def _median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------- env
+
+
+def require_torch():
     try:
         import torch
     except ImportError as e:
-        say("gpu_check", f"FAIL: PyTorch is not installed ({e})")
+        print(f"FAIL  env                    PyTorch is not importable ({e})", flush=True)
         sys.exit(2)
-    if not torch.cuda.is_available():
-        build = "CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda} build"
-        say("gpu_check", f"FAIL: no CUDA device: torch {torch.__version__} ({build}) sees no GPU")
-        sys.exit(1)
     return torch
 
 
-def print_env(torch) -> None:
+def env_check(torch) -> tuple[str, str]:
     props = torch.cuda.get_device_properties(0)
-    say(
-        "env", f"torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
+    ok, reason = telemetry.nvml_status()
+    detail = (
+        f"torch {torch.__version__}, CUDA {torch.version.cuda}, gpu:0 = {props.name} "
+        f"({props.total_memory / 2**30:.0f} GiB, sm_{props.major}{props.minor}), NVML: {reason}, "
+        f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}"
     )
-    say(
-        "env",
-        f"gpu:0 = {props.name}, {props.total_memory / 2**30:.1f} GiB, {props.multi_processor_count} SMs",
+    return ("PASS" if ok else "FAIL"), detail
+
+
+# --------------------------------------------------------------------------------------------- nvml
+
+
+def nvml_check(torch) -> tuple[str, str]:
+    device = telemetry.nvml_device_index(0)
+    if device is None:
+        return "FAIL", "CUDA device 0 is not in CUDA_VISIBLE_DEVICES"
+    lines: list[str] = []
+    dev = torch.device("cuda", 0)
+    a = torch.randn(4096, 4096, device=dev)
+    with telemetry.NvmlSampler(device_index=device, interval=0.1, emit=lines.append) as sampler:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 3.0:
+            for _ in range(10):
+                a = torch.tanh(a @ a * 1e-3)
+            torch.cuda.synchronize(dev)
+    tel = sampler.telemetry()
+    if tel is None:
+        return "FAIL", f"no telemetry: {sampler.reason}"
+    s = tel["summary"]
+    shown = (
+        f"{s['device']}: {s['samples']} samples, util max {s['gpu_util_max']}%, power mean "
+        f"{s['power_mean_w']} W, energy {s['energy_j']} J ({s['energy_source']}), SM clock "
+        f"{s['sm_clock_min_mhz']}-{s['sm_clock_max_mhz']} MHz, mem used max {s['mem_used_max_bytes']}, "
+        f"throttle {s['throttle_reasons']}, unsupported {s['unsupported']}, errors {s['errors']}"
     )
-    available, reason = nvml_status()
-    say("env", f"NVML {'available' if available else 'UNAVAILABLE'}: {reason}")
+    if s["mig"]:
+        leaked = [k for k in ("power_mean_w", "energy_j", "gpu_util_max") if s[k] is not None]
+        ok = s["samples"] >= 5 and not leaked and s["attribution"]
+        return ("PASS" if ok else "FAIL"), f"MIG slice, board readings recorded: {leaked or 'none'}; " + shown
+    ok = (
+        s["samples"] >= 5
+        and (s["gpu_util_max"] or 0) > 0
+        and s["power_mean_w"]
+        and s["energy_j"]
+        and s["sm_clock_max_mhz"]
+    )
+    return ("PASS" if ok else "FAIL"), shown
 
 
-def _median_us(values: list[float]) -> float:
-    return statistics.median(values) * 1e6
+# ------------------------------------------------------------------------------------------ mapping
+
+CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from benchmark import telemetry
+import torch
+t = telemetry.resolve_device(telemetry.nvml_device_index(0))
+print(json.dumps({"label": t.label, "uuid": t.uuid, "mig": t.mig, "cuda_devices": torch.cuda.device_count(),
+                  "name": torch.cuda.get_device_name(0)}))
+"""
 
 
-def time_case(label: str, case: dict, rounds: int, iters: int) -> dict:
-    """Per-iteration host and device time of one op case on gpu:0."""
-    from benchmark.runners.torch_runner import prepare
+def mapping_check(torch) -> tuple[str, str]:
+    ok, _ = telemetry.nvml_status()
+    if not ok:
+        return "FAIL", "NVML unavailable"
+    target = telemetry.resolve_device(telemetry.nvml_device_index(0))
+    props = torch.cuda.get_device_properties(0)
+    torch_uuid = str(getattr(props, "uuid", "") or "")
+    same = not torch_uuid or (target.uuid or "").lower().endswith(torch_uuid.lower())
+    parts = [f"cuda:0 -> {target.label} {target.uuid} (torch uuid {torch_uuid or 'n/a'})"]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=target.uuid or "")
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT)], env=env, capture_output=True, text=True, timeout=120
+    )
+    if child.returncode != 0:
+        return "FAIL", f"child with CUDA_VISIBLE_DEVICES=<uuid> failed: {child.stderr.strip()[-300:]}"
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    same_child = got["label"] == target.label and got["cuda_devices"] == 1
+    parts.append(f"CUDA_VISIBLE_DEVICES={target.uuid} -> {got['label']} ({got['cuda_devices']} CUDA device)")
+    mig_ok = True
+    nv = telemetry._resolve(None)
+    migs = [
+        telemetry._uuid(nv, m)
+        for _, board in telemetry._boards(nv)
+        for m in telemetry._mig_devices(nv, board)
+    ]
+    if migs:
+        for uuid in migs:
+            t = telemetry.resolve_device(uuid)
+            mig_ok &= t.mig and "power" in t.not_attributed
+        parts.append(f"{len(migs)} MIG slice(s) mapped, board power unattributed: {mig_ok}")
+    else:
+        parts.append("no MIG slice on this machine (MIG mapping checked by the unit tests only)")
+    return ("PASS" if same and same_child and mig_ok else "FAIL"), "; ".join(parts)
 
-    prepared = prepare({**case, "place": "gpu:0", "seed": 0, "backward": False})
-    try:
-        for _ in range(20):  # warmup: kernels loaded, allocator warm
+
+# -------------------------------------------------------------------------------- event vs kernels
+
+
+def _kernel_s_per_step(torch, prepared, steps: int) -> float:
+    """The sum of CUDA kernel durations per step, from torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prepared.sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
             prepared.step()
         prepared.sync()
-        host, device = [], []
-        for _ in range(rounds):
-            timer = prepared.device_timer()
-            t0 = time.perf_counter()
-            timer.start()
-            for _ in range(iters):
-                prepared.step()
-            timer.stop()
+    cuda = torch.autograd.DeviceType.CUDA
+    total_us = 0.0
+    for e in prof.events():
+        if getattr(e, "device_type", None) == cuda:
+            total_us += e.time_range.elapsed_us()
+    return total_us / 1e6 / steps
+
+
+def kernel_check(torch, name: str, peaks: dict) -> tuple[str, str]:
+    from benchmark.runners.paddle_profile import event_time_per_step
+    from benchmark.runners.torch_runner import prepare
+
+    prepared = prepare({**OPS[name], "place": "gpu:0", "seed": 0, "backward": False})
+    try:
+        for _ in range(20):
+            prepared.step()
+        prepared.sync()
+        event_s = event_time_per_step(prepared, 50)
+        kernel_s = _kernel_s_per_step(torch, prepared, 20)
+        host = []
+        for _ in range(20):
             prepared.sync()
-            host.append((time.perf_counter() - t0) / iters)
-            device.append(timer.elapsed_s() / iters)
-        peak = prepared.peak_memory()
+            t0 = time.perf_counter()
+            prepared.step()
+            prepared.sync()
+            host.append(time.perf_counter() - t0)
+        peaks[name] = prepared.peak_memory()
     finally:
         prepared.close()
-    h, d = _median_us(host), _median_us(device)
-    say(
-        "case",
-        f"{label} fwd gpu:0: rounds={rounds} iters/round={iters} host median={h:.1f} us "
-        f"device median={d:.1f} us host-device={h - d:+.1f} us host/device={h / d:.2f} "
-        f"(host IQR {_iqr_us(host):.1f} us, device IQR {_iqr_us(device):.1f} us) peak={peak / 2**20:.0f} MiB",
+    gap = event_s - kernel_s
+    ok = kernel_s > 0 and kernel_s <= event_s * 1.10 + 2e-6
+    return ("PASS" if ok else "FAIL"), (
+        f"per step: event {event_s * 1e6:.1f} us, kernels {kernel_s * 1e6:.1f} us, launch gap "
+        f"{gap * 1e6:+.1f} us ({gap / event_s:.0%} of event), host+sync {_median(host) * 1e6:.1f} us"
     )
-    return {"host": host, "device": device, "peak": peak}
 
 
-def _iqr_us(values: list[float]) -> float:
-    q = statistics.quantiles(values, n=4)
-    return (q[2] - q[0]) * 1e6
+def peak_check(name: str, peaks: dict) -> tuple[str, str]:
+    peak = peaks.get(name)
+    if peak is None:
+        return "FAIL", "no peak memory (the kernel check did not run)"
+    need = MIN_PEAK_BYTES[name]
+    ok = need <= peak < 10 * need
+    return ("PASS" if ok else "FAIL"), f"peak {peak / 2**20:.1f} MiB, inputs+output {need / 2**20:.1f} MiB"
 
 
-def lstm_telemetry(torch, seconds: float) -> tuple[dict | None, float, list[float]]:
-    """(telemetry, samples/s, per-step seconds) of an LSTM train loop under the real NVML sampler."""
-    dev = torch.device("cuda", 0)
-    torch.manual_seed(0)
-    lstm = torch.nn.LSTM(256, 256, batch_first=True).to(dev)
-    opt = torch.optim.SGD(lstm.parameters(), lr=0.01)
-    x = torch.randn(32, 50, 256, device=dev)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        out, _ = lstm(x)
-        out.pow(2).mean().backward()
-        opt.step()
-
-    for _ in range(10):
-        step()
-    torch.cuda.synchronize(dev)
-    index = nvml_device_index(0)
-    if index is None:
-        say("telemetry", "CUDA_VISIBLE_DEVICES names devices by UUID/MIG: sampling NVML device 0")
-        index = 0
-    steps, per_step = 0, []
-    with NvmlSampler(device_index=index, interval=0.1) as sampler:
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
-            s0 = time.perf_counter()
-            step()
-            torch.cuda.synchronize(dev)
-            per_step.append(time.perf_counter() - s0)
-            steps += 1
-        elapsed = time.perf_counter() - t0
-    return sampler.telemetry(), steps * 32 / elapsed, per_step
+# -------------------------------------------------------------------------------------- suite, gate
 
 
-def report_telemetry(telemetry: dict | None, rate: float, per_step: list[float]) -> None:
-    say(
-        "telemetry",
-        f"LSTM train step (batch 32, seq 50, hidden 256): {rate:.0f} samples/s, "
-        f"median step {_median_us(per_step) / 1000:.2f} ms over {len(per_step)} steps",
-    )
-    if telemetry is None:
-        say("telemetry", "FAIL: no telemetry (NVML unavailable, see the env line)")
-        return
-    summary = telemetry["summary"]
-    keys = (
-        "samples",
-        "duration_s",
-        "gpu_util_mean",
-        "gpu_util_max",
-        "mem_util_mean",
-        "mem_used_max_bytes",
-        "power_mean_w",
-        "energy_j",
-        "energy_source",
-        "sm_clock_min_mhz",
-        "sm_clock_max_mhz",
-        "temperature_max_c",
-        "throttled",
-        "throttle_reasons",
-        "unsupported",
-        "errors",
-    )
-    for key in keys:
-        say("telemetry", f"{key} = {summary.get(key)}")
-    say("telemetry", f"timeline[0] = {json.dumps(telemetry['timeline'][0])}")
+def _suite(tmp: Path, n: int, place: str, db: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "--bench-quick"]
+    cmd += ["--bench-framework", "torch", "--bench-place", place, "--bench-require-place", place]
+    cmd += ["--bench-db", db, "--bench-json", str(tmp / f"run{n}.json"), "--bench-tags", "all"]
+    cmd += ["-k", SUITE_CASES]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=150)
 
 
-def store_roundtrip(telemetry: dict | None, timing: dict, torch) -> bool:
-    """Store one result into a temporary SQLite history and print it back; True unless it failed."""
-    try:
-        from benchmark.store import open_store
-    except ImportError as e:
-        say("store", f"SKIPPED: benchmark.store is not importable here ({e})")
-        return True
-    result = CaseResult(
-        case_id="gpu_check.abs[1000x1000]",
-        name="abs",
-        kind="op",
-        place="gpu:0",
-        mode="torch",
-        config={"op": "paddle.abs", "runner": "torch"},
-        config_hash="gpu-check",
-        samples=timing["host"],
-        stats=_stats(timing["host"]),
-        device_samples=timing["device"],
-        peak_memory_bytes=timing["peak"],
-        telemetry=telemetry,
-        started_at=time.time(),
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            store = open_store(f"sqlite:///{Path(tmp) / 'history.sqlite'}")
-            machine = _machine(torch)
-            run_id = store.begin_run(machine, {"started_at": time.time(), "trigger": "gpu_check", "tags": []})
-            store.add_result(run_id, result.to_dict())
-            store.finish_run(run_id, "complete")
-            for row in store.results(run_id):
-                shown = {k: row.get(k) for k in ("result_id", "case_id", "place", "status")}
-                shown["median_s"] = (row.get("stats") or {}).get("median")
-                shown["samples"] = len(row.get("samples") or [])
-                shown["device_samples"] = len(row.get("device_samples") or [])
-                shown["telemetry_timeline"] = len((row.get("telemetry") or {}).get("timeline") or [])
-                say("store", f"run {run_id} result: {json.dumps(shown, default=str)}")
-            store.close()
-    except Exception as e:  # the store is someone else's module: report, do not crash the check
-        say("store", f"FAIL: {type(e).__name__}: {e}")
-        return False
-    return True
+def _gate(db: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "benchmark.cli", "gate", "--run", "latest", "--db", db]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
-def _stats(samples: list[float]) -> dict:
-    try:
-        from benchmark.analysis.summary import summarize
-
-        return summarize(samples)
-    except ImportError:
-        return {"median": statistics.median(samples), "rounds": len(samples)}
+def _tail(proc: subprocess.CompletedProcess) -> str:
+    return " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])[-400:]
 
 
-def _machine(torch) -> dict:
-    try:
-        from benchmark.environment import collect_machine
+def suite_and_gate(place: str) -> None:
+    gpu = place != "cpu"
+    with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp_name:
+        tmp = Path(tmp_name)
+        db = f"sqlite:///{tmp / 'history.sqlite'}"
+        first = _suite(tmp, 1, place, db)
+        if first.returncode != 0:
+            report("suite", "FAIL", f"run 1 exit {first.returncode}: {_tail(first)}")
+            return
+        gate1 = _gate(db)
+        text1 = gate1.stdout + gate1.stderr
+        ok1 = "no baseline" in text1 and gate1.returncode in (0, 2)
+        report("gate (no baseline)", "PASS" if ok1 else "FAIL", f"exit {gate1.returncode}: {_tail(gate1)}")
+        second = _suite(tmp, 2, place, db)
+        if second.returncode != 0:
+            report("suite", "FAIL", f"run 2 exit {second.returncode}: {_tail(second)}")
+            return
+        rows = json.loads((tmp / "run2.json").read_text())["results"]
+        problems = []
+        for r in rows:
+            if r["status"] != "ok":
+                problems.append(f"{r['case_id']}: {r['status']} {r.get('message')}")
+            elif gpu and not r.get("device_samples"):
+                problems.append(f"{r['case_id']}: no device samples")
+            elif gpu and not r.get("peak_memory_bytes"):
+                problems.append(f"{r['case_id']}: no peak memory")
+            elif gpu and telemetry.nvml_status()[0] and not (r.get("telemetry") or {}).get("summary"):
+                problems.append(f"{r['case_id']}: no telemetry")
+        shown = ", ".join(
+            f"{r['case_id']} host {r['stats'].get('median', 0) * 1e6:.1f} us"
+            + (f" device {_median(r['device_samples']) * 1e6:.1f} us" if r.get("device_samples") else "")
+            for r in rows
+        )
+        ok = len(rows) == 2 and not problems
+        report("suite", "PASS" if ok else "FAIL", "; ".join(problems) or f"2 runs, {shown}")
+        gate2 = _gate(db)
+        report(
+            "gate (second run)",
+            "PASS" if gate2.returncode == 0 else "FAIL",
+            f"exit {gate2.returncode}: {_tail(gate2)}",
+        )
 
-        return collect_machine()
-    except ImportError:
-        return {"hostname": "gpu-check", "gpu": torch.cuda.get_device_name(0)}
+
+# --------------------------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="CUDA and NVML end-to-end check (torch runner)")
-    parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument("--iters", type=int, default=10, help="iterations per round")
-    parser.add_argument("--lstm-seconds", type=float, default=5.0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--cpu-dry-run",
+        action="store_true",
+        help="run only the suite and gate checks, on the CPU place (checks this script, not the GPU path)",
+    )
     args = parser.parse_args(argv)
-    torch = require_cuda()
-    print_env(torch)
-    timings = {label: time_case(label, case, args.rounds, args.iters) for label, case in CASES.items()}
-    telemetry, rate, per_step = lstm_telemetry(torch, args.lstm_seconds)
-    report_telemetry(telemetry, rate, per_step)
-    ok = store_roundtrip(telemetry, timings["abs[1000x1000]"], torch) and telemetry is not None
-    say("gpu_check", "OK" if ok else "FAIL (see above)")
-    return 0 if ok else 1
+    torch = require_torch()
+    t0 = time.perf_counter()
+    if args.cpu_dry_run:
+        suite_and_gate("cpu")
+    else:
+        if not torch.cuda.is_available():
+            build = "CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda} build"
+            report("env", "FAIL", f"no GPU: torch {torch.__version__} ({build}) sees no CUDA device")
+            print("gpu_check: FAIL (no GPU)", flush=True)
+            return 1
+        check("env", lambda: env_check(torch))
+        check("nvml", lambda: nvml_check(torch))
+        check("mapping", lambda: mapping_check(torch))
+        peaks: dict = {}
+        for name in OPS:
+            check(f"kernel:{name}", lambda name=name: kernel_check(torch, name, peaks))
+            check(f"peak:{name}", lambda name=name: peak_check(name, peaks))
+        try:
+            suite_and_gate("gpu")
+        except Exception as e:  # noqa: BLE001 - a timeout or a broken store: one line
+            report("suite", "FAIL", f"{type(e).__name__}: {e}".splitlines()[0][:300])
+    failed = [n for n, s, _ in results if s == "FAIL"]
+    counts = {s: sum(1 for _, st, _ in results if st == s) for s in ("PASS", "FAIL", "SKIP")}
+    print(
+        f"gpu_check: {'FAIL' if failed else 'PASS'} ({counts['PASS']} passed, {counts['FAIL']} failed, "
+        f"{counts['SKIP']} skipped; {time.perf_counter() - t0:.0f} s)"
+        + (f": {', '.join(failed)}" if failed else ""),
+        flush=True,
+    )
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
