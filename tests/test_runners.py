@@ -306,3 +306,11 @@ def test_overhead_rounds_end_with_a_device_sync_before_the_clock_is_read(monkeyp
     assert set(samples) == {"full", "empty"} and all(len(v) == 2 for v in samples.values())
     one_round = ["sync", "clock", "full", "full", "sync", "clock"]
     assert log[:6] == one_round and log.count("sync") == 2 * 2 * 2
+
+
+def test_the_event_probe_runs_eagerly_inside_a_static_case(fresh_probe):
+    fake = fake_device.FakePaddle("3.3.1")
+    fake.enable_static()  # what a static case's prepare() has done when it asks for the device timer
+    assert paddle_common.device_timer_factory("gpu:0", pd=fake) is not None
+    assert fake.static_mode, "static mode is back on for the case"
+    assert paddle_common.gpu_notes(fake) == []

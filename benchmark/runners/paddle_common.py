@@ -228,9 +228,17 @@ _probed: set[str] = set()
 
 
 def _probe_work(pd):
-    """A few microseconds of real device work (a 512x512 matmul) on the current place."""
-    x = pd.ones([512, 512], dtype="float32")
-    return pd.matmul(x, x)
+    """A few microseconds of real device work (a 512x512 matmul) on the current place, run eagerly
+    even when a static case has switched static mode on (then it is switched back on after)."""
+    static = callable(getattr(pd, "in_dynamic_mode", None)) and not pd.in_dynamic_mode()
+    if static:
+        pd.disable_static()
+    try:
+        x = pd.ones([512, 512], dtype="float32")
+        return pd.matmul(x, x)
+    finally:
+        if static:
+            pd.enable_static()
 
 
 def probe_event_timing(place: str, pd=None, work=None) -> tuple[bool, str]:

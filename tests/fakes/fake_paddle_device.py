@@ -172,6 +172,18 @@ class FakePaddle:
             is_compiled_with_cuda=lambda: compiled_with_cuda,
         )
 
+    # Static mode: device work is only queued when running eagerly (a static `ones` builds a graph).
+    static_mode = False
+
+    def in_dynamic_mode(self) -> bool:
+        return not self.static_mode
+
+    def enable_static(self) -> None:
+        self.static_mode = True
+
+    def disable_static(self) -> None:
+        self.static_mode = False
+
     def work(self, seconds: float) -> None:
         """Queue device work that takes `seconds` on the fake device clock."""
         self.dev.clock_s += seconds
@@ -181,5 +193,6 @@ class FakePaddle:
         return shape
 
     def matmul(self, x, y):
-        self.work(20e-6)
+        if not self.static_mode:
+            self.work(20e-6)
         return x
