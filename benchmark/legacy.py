@@ -318,7 +318,18 @@ def _pool2d(inputs, attrs, notes, apis):
     return [(f"pool2d_{pool_type}", f"paddle.nn.functional.{pool_type}_pool2d")]
 
 
-_ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes, "pool2d": _pool2d}
+def _expand(inputs, attrs, notes, apis):
+    """The legacy ExpandConfig prepends x's batch dimension to a target shape one dimension short."""
+    x, shape = (inputs.get("x") or {}).get("shape"), attrs.get("shape")
+    if x and isinstance(shape, list) and len(x) == len(shape) + 1:
+        attrs["shape"] = [x[0], *shape]
+        notes.append(
+            f"shape {shape} -> {attrs['shape']}: x's batch dimension prepended, as the legacy test did"
+        )
+    return apis
+
+
+_ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes, "pool2d": _pool2d, "expand": _expand}
 
 # The lstm config maps onto the registered `lstm` model builder (benchmark.runners.models).
 LSTM_PARAMS = {
@@ -548,8 +559,8 @@ def _op_cases(
     for (_, api, _), sig in zip(apis, sigs, strict=True):
         _bind(api, sig, inputs, attrs)
     dtypes = sorted({spec["dtype"] for spec in inputs.values()})
-    places = ["cpu", "gpu"]
-    if "float16" in dtypes:
+    places = list(entry.get("places") or ["cpu", "gpu"])
+    if "float16" in dtypes and places != ["gpu"]:
         places = ["gpu"]
         notes.append("float16: GPU only (the legacy harness disabled float16 on CPU)")
     tolerance = _tolerance(config)

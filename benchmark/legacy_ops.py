@@ -33,7 +33,9 @@ legacy parameter names taken as the function's own. An entry may say:
     paddle function -> numpy reference (only where the reference takes the same inputs in order
     and attributes limited to `REFERENCE_ATTRS`).
 ``adjust``
-    a named shape rule in `benchmark.legacy` (``elementwise``, ``matmul``, ``pool2d``).
+    a named shape rule in `benchmark.legacy` (``elementwise``, ``matmul``, ``pool2d``, ``expand``).
+``places``
+    where the op has kernels, when not everywhere (default: cpu and gpu).
 ``skip``
     ``[reason category, message]``: the op has no function API to time.
 ``note``
@@ -260,6 +262,8 @@ OPS: dict[str, dict[str, Any]] = {
     "fused_rotary_position_embedding": {
         "api": "paddle.incubate.nn.functional.fused_rotary_position_embedding",
         "drop_default": {"cached_sin_cos": False},
+        "places": ["gpu"],
+        "note": "paddle registers fused_rotary_position_embedding for GPU only",
     },
     "kldiv_loss": {"api": f"{F}.kl_div"},
     "layer_norm": {"api": f"{F}.layer_norm", "shape_attrs": {"normalized_shape": ["x", 1]}},
@@ -294,6 +298,7 @@ OPS: dict[str, dict[str, Any]] = {
         "ranges": {"index": {"low": 0, "high": "x.min"}},
     },
     "size": {"api": "paddle.numel"},
+    "expand": {"adjust": "expand"},
     "softmax": {"api": f"{F}.softmax"},
     "viterbi_decode": {
         "api": "paddle.text.viterbi_decode",
@@ -365,7 +370,6 @@ OPS: dict[str, dict[str, Any]] = {
     "flip": {"references": {"paddle.flip": "numpy.flip"}},
     "tril": {"references": {"paddle.tril": "numpy.tril"}},
     "triu": {"references": {"paddle.triu": "numpy.triu"}},
-    "inverse": {"references": {"paddle.inverse": "numpy.linalg.inv"}},
     "squeeze": {"references": {"paddle.squeeze": "numpy.squeeze"}},
     "unsqueeze": {"references": {"paddle.unsqueeze": "numpy.expand_dims"}},
     "cross": {"references": {"paddle.cross": "numpy.cross"}},

@@ -184,6 +184,19 @@ def test_generic_resolution_renames_and_signature_binding():
         {"op": "layer_norm", "param_info": {"x": var("[-1L, 4L, 8L]"), "epsilon": attr("float", "1e-5")}}
     )
     assert case["attrs"] == {"epsilon": 1e-5, "normalized_shape": [4, 8]}
+    # the legacy test's own fix-ups: expand's target shape gets x's batch dimension
+    (case,), notes = one(
+        {"op": "expand", "param_info": {"x": var("[-1L, 5L, 1L]"), "shape": attr("list", "[5L, 3L]")}}
+    )
+    assert case["attrs"] == {"shape": [16, 5, 3]} and "batch dimension prepended" in notes[0]
+    # an op with kernels for one place only
+    (case,), _ = one(
+        {
+            "op": "fused_rotary_position_embedding",
+            "param_info": {"q": var("[1L, 8L, 2L, 4L]"), "k": var("[1L, 8L, 2L, 4L]")},
+        }
+    )
+    assert case["places"] == ["gpu"]
     # index inputs get a value range inside the indexed dimension
     (case,), _ = one(
         {
@@ -323,6 +336,7 @@ def test_alias_table_is_data_the_allowlist_and_references_agree_with():
             "ranges",
             "references",
             "adjust",
+            "places",
             "skip",
             "note",
         }, op
