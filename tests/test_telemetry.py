@@ -520,3 +520,27 @@ def test_session_start_says_once_when_device_0_cannot_be_attributed(monkeypatch)
         "GPU telemetry not attributed to the case: GPU 3 not available to NVML "
         "(Invalid Argument (NVMLError_InvalidArgument))"
     ]
+
+
+# -- the GPU check script, where there is no GPU -----------------------------------------------------------
+
+
+def test_gpu_check_fails_cleanly_without_a_gpu():
+    import subprocess
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: run scripts/gpu_check.sh itself")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        ["bash", str(root / "scripts" / "gpu_check.sh")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-2].startswith("FAIL  env")
+    assert "no GPU" in proc.stdout and proc.stdout.splitlines()[-1] == "gpu_check: FAIL (no GPU)"
+    assert "Traceback" not in proc.stdout + proc.stderr
