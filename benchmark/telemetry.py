@@ -145,8 +145,6 @@ def nvml_device_index(cuda_index: int = 0, environ: Mapping[str, str] | None = N
 
 # Readings that belong to the whole board: on a MIG slice they are not the case's, and are not recorded.
 BOARD_SHARED_METRICS = ("utilization", "power", "energy")
-# Readings of the board that a MIG slice runs under (its clocks, temperature, clock-event reasons).
-BOARD_STATE_METRICS = ("sm_clock", "mem_clock", "temperature", "throttle_reasons")
 
 
 class DeviceNotFound(LookupError):
