@@ -109,7 +109,9 @@ def register(sub) -> None:
         "import-legacy",
         help="convert PaddlePaddle benchmark API configs (JSON) into YAML cases",
         description="Convert legacy PaddlePaddle benchmark API configs (api/tests_v2/configs/*.json) into "
-        "YAML case files, one per input, and validate them. Prints what could not be converted and why.",
+        "YAML case files, one per input, and validate them. Ops resolve through the operator allowlist "
+        "and the alias table benchmark/legacy_ops.py. Prints what could not be converted and why, then "
+        "a table of configs per reason.",
     )
     p.add_argument("files", nargs="+", metavar="FILE.json", help="legacy config files")
     p.add_argument(
