@@ -88,6 +88,7 @@ OPS: dict[str, dict[str, Any]] = {
             "softshrink": f"{F}.softshrink",
             "softsign": f"{F}.softsign",
         },
+        "references": {f"{F}.sigmoid": "scipy.special.expit"},
         "note": "the legacy 'activation' config is timed for every function of its api_list",
     },
     "elementwise": {
@@ -297,9 +298,9 @@ OPS: dict[str, dict[str, Any]] = {
         "rename": {"input": "x"},
         "ranges": {"index": {"low": 0, "high": "x.min"}},
     },
-    "size": {"api": "paddle.numel"},
+    "size": {"api": "paddle.numel", "references": {"paddle.numel": "numpy.size"}},
     "expand": {"adjust": "expand"},
-    "softmax": {"api": f"{F}.softmax"},
+    "softmax": {"api": f"{F}.softmax", "references": {f"{F}.softmax": "scipy.special.softmax"}},
     "viterbi_decode": {
         "api": "paddle.text.viterbi_decode",
         "rename": {"emission": "potentials", "transition": "transition_params", "length": "lengths"},
@@ -318,7 +319,7 @@ OPS: dict[str, dict[str, Any]] = {
             "label_lengths": {"low": 1, "high": "labels.1+1"},
         },
     },
-    "where_index": {"api": "paddle.nonzero"},
+    "where_index": {"api": "paddle.nonzero", "references": {"paddle.nonzero": "numpy.argwhere"}},
     "accuracy": {"api": "paddle.metric.accuracy", "ranges": {"label": {"low": 0, "high": "input.1"}}},
     "shard_index": {
         "api": "paddle.shard_index",
@@ -338,7 +339,10 @@ OPS: dict[str, dict[str, Any]] = {
     },
     "take_along_axis": {"ranges": {"indices": {"low": 0, "high": "arr.axis"}}},
     "put_along_axis": {"ranges": {"indices": {"low": 0, "high": "arr.axis"}}},
-    "floor_divide": {"ranges": {"y": {"low": 1, "high": 8}}},
+    "floor_divide": {
+        "ranges": {"y": {"low": 1, "high": 8}},
+        "references": {"paddle.floor_divide": "numpy.floor_divide"},
+    },
     "sequence_mask": {"ranges": {"x": {"low": 0, "high": 8}, "maxlen": {"low": 8, "high": 9}}},
     "yolo_box": {"ranges": {"img_size": {"low": 64, "high": 640}}},
     # ---- inputs in the op's domain ---------------------------------------------------------
@@ -373,6 +377,11 @@ OPS: dict[str, dict[str, Any]] = {
     "squeeze": {"references": {"paddle.squeeze": "numpy.squeeze"}},
     "unsqueeze": {"references": {"paddle.unsqueeze": "numpy.expand_dims"}},
     "cross": {"references": {"paddle.cross": "numpy.cross"}},
+    "logsumexp": {"references": {"paddle.logsumexp": "scipy.special.logsumexp"}},
+    "erfinv": {"references": {"paddle.erfinv": "scipy.special.erfinv"}},
+    "lgamma": {"references": {"paddle.lgamma": "scipy.special.gammaln"}},
+    "zeros_like": {"references": {"paddle.zeros_like": "numpy.zeros_like"}},
+    "equal_all": {"references": {"paddle.equal_all": "numpy.array_equal"}},
     # ---- no function to time ------------------------------------------------------------------
     "case": {
         "skip": [NEEDS_LAYER, "control flow (paddle.static.nn.case) needs a static program with branches"]
