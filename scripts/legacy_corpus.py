@@ -1,6 +1,6 @@
 """Measure `benchmark import-legacy` on PaddlePaddle/benchmark's operator corpus.
 
-    python scripts/legacy_corpus.py CORPUS_DIR [--batch-size 16] [--max-run-bytes 2GiB] [--json OUT]
+    python scripts/legacy_corpus.py CORPUS_DIR [--batch-size 16] [--max-run-bytes 2GiB] [--json OUT] [--keep]
 
 CORPUS_DIR holds the legacy JSON configs (``api/tests_v2/configs/*.json`` of a checkout or
 snapshot of PaddlePaddle/benchmark, kept outside this repository). For every config it reports:
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--timeout", type=float, default=3600, help="seconds per child process (default 3600)")
     p.add_argument("--json", help="write the per-config outcomes here")
+    p.add_argument("--keep", action="store_true", help="keep the converted YAML (its folder is printed)")
     args = p.parse_args(argv)
 
     from benchmark import legacy, runners
@@ -192,7 +194,13 @@ def main(argv: list[str] | None = None) -> int:
         for c in cpu:
             to_run[c.id] = c
     print(f"running {len(to_run)} CPU case(s) ...", file=sys.stderr)
-    results = run_cases(out_dir, list(to_run), work, args.timeout)
+    try:
+        results = run_cases(out_dir, list(to_run), work, args.timeout)
+    finally:
+        if args.keep:
+            print(f"converted YAML kept in {out_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
     detail: dict[str, dict] = {}
     with_reference = 0
