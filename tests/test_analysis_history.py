@@ -143,6 +143,8 @@ def test_check_latest_is_the_replay_verdict_on_the_newest_run():
         "change_index": 60,
         "direction": "regression",
         "magnitude": a.magnitude,
+        "reverted_at": None,
+        "event": None,
     }
     assert check_latest(v[:70]) is None  # raised once; the new level is the baseline now
     assert check_latest(v[:61], start=0) is None
@@ -169,11 +171,15 @@ def test_latest_pvalue_ranks_regressions_for_fdr():
 
 
 def test_latest_pvalue_agrees_with_check_latest():
+    raised = 0
     for seed in range(10):
         v = series(80, seed=seed, steps=[(78, 0.06)])
         a = check_latest(v)
-        assert a is not None and a.index == 79
-        assert latest_pvalue(v) <= 0.01
+        if a is not None:  # a 6-sigma step on its second run: each run must be significant alone
+            assert a.index == 79 and a.change_index == 78
+            assert latest_pvalue(v) <= 0.01
+            raised += 1
+    assert raised >= 6
 
 
 def test_raw_samples_set_a_floor_under_the_noise():
@@ -209,7 +215,12 @@ def test_segment_places_steps_at_their_first_run():
         assert [c.direction for c in cps] == [REGRESSION, IMPROVEMENT]
         assert cps[0].magnitude == pytest.approx(0.05, abs=0.01)
         assert isinstance(cps[0], ChangePoint) and cps[0].p_value < 1e-6
-        assert cps[0].to_dict() == {"index": 50, "direction": REGRESSION, "magnitude": cps[0].magnitude}
+        assert cps[0].to_dict() == {
+            "index": 50,
+            "direction": REGRESSION,
+            "magnitude": cps[0].magnitude,
+            "event": None,
+        }
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.3])
@@ -225,3 +236,81 @@ def test_segment_ignores_spikes_and_min_effect():
     w = series(200, seed=1, sigma=0.001, steps=[(100, 0.005)])
     assert [c.index for c in segment(w, min_effect=0.001)] == [100]
     assert segment(w, min_effect=0.01) == []  # a real but too small change
+
+
+# --- lone outliers, excursions, environment changes (issue 13) -----------------------------
+
+
+@pytest.mark.parametrize("min_effect", [0.05, 0.01])
+def test_a_lone_run_never_alerts_whatever_its_neighbours(min_effect):
+    """One run at +15% (15 sigma), alone or next to slightly high runs (+2-3 sigma)."""
+    rng = np.random.default_rng(13)
+    for seed in range(40):
+        for before, after in [(0, 0), (1, 0), (0, 1), (1, 1)]:
+            v = series(120, seed=seed)
+            at = 60 + seed % 40
+            v[at] = 2.5 * 1.15
+            if before:
+                v[at - 1] = 2.5 * math.exp(rng.uniform(0.02, 0.03))
+            if after:
+                v[at + 1] = 2.5 * math.exp(rng.uniform(0.02, 0.03))
+            near = [a for a in simulate_online(v, min_effect=min_effect) if at <= a.index <= at + 10]
+            assert near == [], (seed, before, after, near)
+
+
+def test_every_alert_clears_the_minimum_effect():
+    for seed in range(20):
+        v = series(200, sigma=0.02, rho=0.3, seed=seed, steps=[(100, 0.06)])
+        for a in simulate_online(v, min_effect=0.05):
+            assert abs(a.magnitude) >= 0.05, a
+
+
+def test_a_lone_outlier_does_not_pull_the_change_onto_itself():
+    """The issue's real-world shape: one wild run (-41%), five runs later a real -11% drop."""
+    for seed in range(20):
+        v = series(120, sigma=0.02, seed=seed)
+        v[70] *= 0.59
+        v[75:] *= 0.89
+        alerts = simulate_online(v, higher_is_better=True, min_effect=0.05)
+        assert [(a.change_index, a.direction) for a in alerts] == [(75, REGRESSION)], alerts
+        (a,) = alerts
+        assert a.index <= 77 and a.magnitude == pytest.approx(-0.11, abs=0.03)
+
+
+@pytest.mark.parametrize("length", [2, 3])
+def test_excursions_that_come_back_are_marked_reverted(length):
+    marked = alerted = 0
+    for seed in range(30):
+        v = series(120, rho=0.3, seed=seed)
+        v[60 : 60 + length] *= 1.08
+        near = [a for a in simulate_online(v) if 60 <= a.index <= 60 + length + 5]
+        if near:
+            alerted += 1
+            a = near[0]
+            marked += a.reverted_at == 60 + length
+            assert a.reverted_at is None or a.reverted_at == 60 + length
+    assert alerted >= 25 and marked == alerted
+
+
+def test_an_environment_change_is_a_candidate_change_point():
+    """A 4-sigma step at the run whose driver changed, the run before it a little slow: the split is
+    ambiguous from the data alone; the event settles it and the change is attributed to it."""
+    events = {80: "gpu_driver 550.54 -> 560.28"}
+    placed = {False: 0, True: 0}
+    offline = 0
+    for seed in range(20):
+        v = series(120, seed=seed, steps=[(80, 0.04)])
+        v[79] *= 1.015
+        for use in (False, True):
+            hits = [a for a in simulate_online(v, events=events if use else None) if a.index >= 79]
+            assert hits and hits[0].index >= 80
+            placed[use] += hits[0].change_index == 80
+            assert hits[0].event == (events[80] if use and hits[0].change_index == 80 else None)
+        (cp,) = segment(v, events=events)
+        assert cp.index in (79, 80) and cp.event == (events[80] if cp.index == 80 else None)
+        offline += cp.index == 80
+    assert placed[True] >= 16 and placed[True] > placed[False]
+    assert offline >= 16
+    # an event where nothing changed is no change point
+    assert segment(series(120, seed=1), events={60: "kernel 6.1 -> 6.5"}) == []
+    assert simulate_online(series(120, seed=1), events=[60]) == []

@@ -44,12 +44,82 @@ def test_json_shape_and_exit_0(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"change_points", "alerts"}
     assert doc["change_points"] == [
-        {"index": 60, "direction": "regression", "magnitude": pytest.approx(0.1, abs=0.02)}
+        {
+            "index": 60,
+            "direction": "regression",
+            "magnitude": pytest.approx(0.1, abs=0.02),
+            "event": None,
+            "run": "nightly-60",
+        }
     ]
     (alert,) = doc["alerts"]
-    assert set(alert) == {"index", "change_index", "direction", "magnitude"}
-    assert alert["change_index"] == 60 and alert["index"] in (60, 61) and alert["direction"] == "regression"
+    assert set(alert) == {
+        "index",
+        "change_index",
+        "direction",
+        "magnitude",
+        "kind",
+        "reverted_at",
+        "event",
+        "run",
+        "change_run",
+        "reverted_at_run",
+    }
+    assert alert["change_index"] == 60 and alert["index"] == 61 and alert["direction"] == "regression"
+    assert alert["run"] == "nightly-61" and alert["change_run"] == "nightly-60"
+    assert alert["reverted_at"] is None and alert["reverted_at_run"] is None and alert["event"] is None
     assert isinstance(alert["magnitude"], float)
+
+
+def test_every_alert_says_whether_and_where_the_level_came_back(tmp_path, capsys):
+    v = step_series(size=0.0, seed=4)
+    v[60:63] *= 1.15  # three slow runs, then back
+    csv = write_series(tmp_path / "s.csv", v, labels=False)
+    assert main(["detect", str(csv), "--json", "--min-effect", "0.05"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (alert,) = doc["alerts"]
+    assert alert["change_index"] == 60 and alert["reverted_at"] == 63
+    assert "run" not in alert  # no run column, no labels
+    assert doc["change_points"] == []  # offline, a 3-run excursion that returns is not a level
+    assert main(["detect", str(csv), "--min-effect", "0.05"]) == 0
+    assert "reverted: level came back at run 63" in capsys.readouterr().out
+
+
+def test_a_lone_outlier_raises_nothing(tmp_path, capsys):
+    v = step_series(size=0.0, seed=2)
+    v[70] *= 1.15
+    v[69] *= 1.025  # and the run before it slightly slow
+    csv = write_series(tmp_path / "s.csv", v)
+    assert main(["detect", str(csv), "--json", "--min-effect", "0.05"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"change_points": [], "alerts": []}
+
+
+def test_json_is_strict_even_when_a_change_has_no_relative_size(tmp_path, capsys):
+    """A level of exactly 0 before a change has no relative change: null, never a bare NaN."""
+    v = np.r_[np.zeros(40), np.ones(20)] + np.random.default_rng(0).normal(0, 0.01, 60)
+    v[:40] -= np.median(v[:40])
+    csv = write_series(tmp_path / "s.csv", v)
+    assert main(["detect", str(csv), "--json", "--min-effect", "0"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out, parse_constant=lambda x: pytest.fail(f"bare {x} in {out}"))
+    assert doc["change_points"][0]["index"] == 40
+
+
+def test_environment_changes_are_candidate_change_points(tmp_path, capsys):
+    v = step_series(size=0.08, at=60, seed=5)
+    path = tmp_path / "s.csv"
+    rows = ["value,env"] + [
+        f"{float(x)!r},{'driver 550' if i < 60 else 'driver 560'}" for i, x in enumerate(v)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["detect", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["change_points"][0]["event"] == "driver 550 -> driver 560"
+    (alert,) = doc["alerts"]
+    assert alert["change_index"] == 60 and alert["event"] == "driver 550 -> driver 560"
+    assert main(["detect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Environment changes" in out and "after driver 550 -> driver 560" in out
 
 
 def test_higher_is_better_and_min_effect(tmp_path, capsys):

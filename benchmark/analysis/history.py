@@ -77,7 +77,7 @@ it against the published anchors on synthetic series (see docs/detection.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -91,7 +91,7 @@ IMPROVEMENT = "improvement"
 class Params:
     """Tuning of the online gate; the defaults are the evaluated configuration."""
 
-    alpha: float = 2e-3
+    alpha: float = 5e-3
     """Two-sided false-alarm budget per run and direction pair, split over the windows."""
     max_k: int = 10
     """Windows of the newest k = 2..max_k runs are tested."""
@@ -113,6 +113,9 @@ class Params:
     """Each run's deviation is clipped (Huber) at ``max(clip * T_k, clip_sigma)`` noise units."""
     clip_sigma: float = 3.5
     """...but never below this many noise units (a normal run is never clipped)."""
+    outlier_sigma: float = 3.5
+    """A window's most extreme run this many noise units beyond the median of its other runs is a
+    lone outlier and counts as a baseline run."""
     persist: float = 0.5
     """The newest run must deviate by this share of the threshold, in the same direction."""
     revert_window: int = 5
@@ -153,7 +156,11 @@ class Alert:
     level: float = math.nan
     """Level after the change (median of the runs since ``change_index``)."""
     reverted_at: int | None = None
-    """Set by :func:`simulate_online` when the level came back within ``revert_window`` runs."""
+    """The first run back at the old level, when the level came back within ``revert_window``
+    runs of the alert (set by :func:`simulate_online` once the return is seen); else None."""
+    event: str | None = None
+    """The environment change at ``change_index`` the change is attributed to (its label, e.g.
+    ``"gpu_driver 550.54 -> 560.28"``), or None."""
 
     def to_dict(self) -> dict:
         return {
@@ -161,6 +168,8 @@ class Alert:
             "change_index": self.change_index,
             "direction": self.direction,
             "magnitude": self.magnitude,
+            "reverted_at": self.reverted_at,
+            "event": self.event,
         }
 
 
@@ -174,9 +183,16 @@ class ChangePoint:
     p_value: float = math.nan
     before: float = math.nan
     after: float = math.nan
+    event: str | None = None
+    """The environment change at ``index`` the change is attributed to, or None."""
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "direction": self.direction, "magnitude": self.magnitude}
+        return {
+            "index": self.index,
+            "direction": self.direction,
+            "magnitude": self.magnitude,
+            "event": self.event,
+        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,7 +275,9 @@ def _trimmed_mean_rows(a: np.ndarray, trim: float) -> tuple[np.ndarray, np.ndarr
     """Row means after dropping the ``trim`` share of values at each end, ignoring NaN."""
     n = np.sum(~np.isnan(a), axis=1)
     s = np.sort(a, axis=1)  # NaN sort last
-    g = np.floor(trim * n).astype(int)
+    # ceil: a short baseline (3-4 runs) is already trimmed by one run at each end, so one wild run
+    # among the first runs of a new level does not become its level.
+    g = np.minimum(np.ceil(trim * n - 1e-9), np.maximum((n - 1) // 2, 0)).astype(int)
     keep = n - 2 * g
     cols = np.arange(a.shape[1])[None, :]
     inside = (cols >= g[:, None]) & (cols < (g + keep)[:, None])
@@ -361,6 +379,7 @@ class _Hit:
     p_value: float
     base: float
     margin: float  # half the window's threshold, in transformed units
+    scale: float  # noise scale at the hit, in transformed units
 
 
 def _window_lengths(p: Params) -> list[int]:
@@ -368,6 +387,22 @@ def _window_lengths(p: Params) -> list[int]:
 
 
 def _tests_at(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str):
+    """:func:`_tests_range` over [t_lo, t_hi] in growing chunks of runs, stopping at the first
+    hit: memory stays bounded and the work after an alert is proportional to the runs up to the
+    next one, not to the rest of the series."""
+    if want != "first":
+        return _tests_range(ser, st, p, t_lo, t_hi, min_effect, want)
+    size = 256
+    while t_lo <= t_hi:
+        hi = min(t_hi, t_lo + size - 1)
+        hit = _tests_range(ser, st, p, t_lo, hi, min_effect, want)
+        if hit is not None:
+            return hit
+        t_lo, size = hi + 1, min(2 * size, 4096)
+    return None
+
+
+def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str):
     """Evaluate every window test for the runs t in [t_lo, t_hi] under the level state ``st``.
 
     ``want="first"`` returns the first run where a test fires (a _Hit, the strongest test at that
@@ -429,7 +464,8 @@ def _tests_at(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_eff
         ev = np.flatnonzero(valid)
         tv = t[ev]
         base = m[ev] if kind == "step" else np.full(ev.size, st.anchor)
-        sd_z = np.sqrt(_mean_var(k, rho[ev]) + (var_base[ev] if kind == "step" else var_anchor[ev]))
+        var_b = var_base[ev] if kind == "step" else var_anchor[ev]
+        sd_z = np.sqrt(_mean_var(k, rho[ev]) + var_b)
         thr = h[ev] * sd_z  # threshold for the window mean, in noise units
         blocks = last_k[tv, K - k :]
         blocks = np.where(np.isnan(blocks), base[:, None], blocks)
@@ -441,11 +477,12 @@ def _tests_at(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_eff
             p_up.extend(sps.t.sf(z, df[ev]))
             p_dn.extend(sps.t.sf(-z, df[ev]))
             continue
-        last = dev[:, -1]
-        med_block = np.median(blocks, axis=1)
-        big = ser.effect_ok(med_block, base, min_effect)
-        up = (mdev >= thr) & (last >= p.persist * thr) & big & (med_block > base)
-        dn = (-mdev >= thr) & (-last >= p.persist * thr) & big & (med_block < base)
+        thr1 = h[ev] * np.sqrt(_mean_var(k - 1, rho[ev]) + var_b)
+        up, mdev_up = _side(dev, thr, thr1, p)
+        dn, mdev_dn = _side(-dev, thr, thr1, p)
+        up &= ser.effect_ok(base + mdev_up[1] * s[ev], base, min_effect)
+        dn &= ser.effect_ok(base - mdev_dn[1] * s[ev], base, min_effect)
+        mdev = np.where(up, mdev_up[0], -mdev_dn[0])
         fired = np.flatnonzero(up | dn)
         if fired.size == 0:
             continue
@@ -464,6 +501,7 @@ def _tests_at(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_eff
                 p_value=min(1.0, 2 * n_tests * float(sps.t.sf(abs(z), df[ev][i]))),
                 base=float(base[i]),
                 margin=float(0.5 * thr[i] * s[ev][i]),
+                scale=float(s[ev][i]),
             )
     if want == "last":
         if not p_up:
@@ -472,26 +510,88 @@ def _tests_at(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_eff
     return best
 
 
-def _place_change(y: np.ndarray, st: _State, p: Params, hit: _Hit) -> int:
-    """First run of the new level: the split of the tested stretch where the mean of the new side
-    differs most significantly from the median of the old (difference over its standard error,
-    as in least-squares change-point estimation, Hinkley 1970)."""
+def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[np.ndarray, tuple]:
+    """Which windows (rows of deviations ``d`` in noise units, oldest first, the direction tested
+    positive) fire, with their clipped mean deviation and the median without the most extreme run.
+
+    A single run never alerts, whatever its neighbours:
+
+    * a lone outlier -- the most extreme run, more than ``outlier_sigma`` beyond the median of the
+      other runs of the window -- counts as a baseline run;
+    * each run is clipped (Huber) at ``max(clip * T_k, clip_sigma)``, and the clipped mean must reach
+      the threshold ``T_k``;
+    * without its most extreme run the other k-1 runs must pass the (k-1)-run test on their own
+      (for k = 2: the other run is significant alone), and their median is the window's level for
+      the minimum effect;
+    * the newest run deviates by ``persist * T_k``.
+    """
+    n, k = d.shape
+    rows = np.arange(n)
+    j = np.argmax(d, axis=1)
+    srt = np.sort(d, axis=1)
+    lone = srt[:, -1] - np.median(srt[:, :-1], axis=1) > p.outlier_sigma
+    if lone.any():
+        d = d.copy()
+        d[rows[lone], j[lone]] = 0.0
+        srt = np.sort(d, axis=1)
+    cap = np.maximum(p.clip * thr, p.clip_sigma)[:, None]
+    mdev = np.mean(np.clip(d, -cap, cap), axis=1)
+    cap1 = np.maximum(p.clip * thr1, p.clip_sigma)[:, None]
+    cd = np.clip(srt, -cap1, cap1)
+    loo = cd[:, :-1].mean(axis=1)
+    med = np.median(srt[:, :-1], axis=1)
+    fire = (mdev >= thr) & (loo >= thr1) & (d[:, -1] >= p.persist * thr) & (med > 0)
+    return fire, (mdev, med)
+
+
+def _huber(r: np.ndarray, c: float) -> float:
+    a = np.abs(r)
+    return float(np.where(a <= c, a * a, 2 * c * a - c * c).sum())
+
+
+def _place_change(y: np.ndarray, st: _State, p: Params, hit: _Hit, events: Sequence[int] = ()) -> int:
+    """First run of the new level: the split of the stretch before the alert that fits two levels
+    best: Hinkley's least squares made robust -- each side's level is its median, and the loss is
+    Huber's (squared up to ``clip_sigma`` noise units, linear beyond), so a wild run weighs in
+    linearly, not squared, while runs near the levels place the split as least squares would.
+
+    The new side has at least two runs (a single run is never a level). A run at the split that
+    fits neither level (``outlier_sigma`` noise units from both medians) is a lone outlier, not the
+    first run of the new level: the split moves past it. An environment change (``events``) inside
+    the stretch whose loss is within that of one run three noise units off is taken as the split.
+    """
     t = hit.t
     K = _window_lengths(p)[-1]
     lo_c = st.start + p.drift_anchor if hit.kind == "drift" else t - K + 1
     lo_c = max(lo_c, st.start + 1)
-    keep = ~st.excluded
-    best_c, best_z = t, -math.inf
-    for c in range(lo_c, t + 1):
-        left_idx = np.arange(max(st.start, c - p.window), c)
-        left = y[left_idx[keep[left_idx]]]
-        right = y[c : t + 1]
-        if left.size == 0:
+    hi_c = max(lo_c, t - 1)
+    a = max(st.start, lo_c - p.window)
+    idx = np.arange(a, t + 1)
+    idx = idx[~st.excluded[idx]]
+    x = y[idx]
+    hub = p.clip_sigma * hit.scale
+    costs: dict[int, float] = {}
+    meds: dict[int, tuple[float, float]] = {}
+    for c in range(lo_c, hi_c + 1):
+        left, right = x[idx < c], x[idx >= c]
+        if left.size == 0 or right.size < 2:
             continue
-        var = math.pi / (2 * left.size + 1) + 1.0 / right.size
-        z = abs(float(np.mean(right) - np.median(left))) / math.sqrt(var)
-        if z > best_z:
-            best_c, best_z = c, z
+        ml, mr = float(np.median(left)), float(np.median(right))
+        costs[c] = _huber(left - ml, hub) + _huber(right - mr, hub)
+        meds[c] = (ml, mr)
+    if not costs:
+        return hi_c
+    best = min(costs.values())
+    best_c = min(c for c, v in costs.items() if v <= best)
+    near = [e for e in events if e in costs and costs[e] <= best + (3 * hit.scale) ** 2]
+    if near:
+        return min(near, key=lambda e: (costs[e], -e))
+    far = p.outlier_sigma * hit.scale
+    while best_c + 1 in costs:
+        ml, mr = meds[best_c]
+        if min(abs(y[best_c] - ml), abs(y[best_c] - mr)) <= far:
+            break
+        best_c += 1
     return best_c
 
 
@@ -511,18 +611,30 @@ def _anchor(y: np.ndarray, st: _State, p: Params) -> float:
 
 
 def _replay(
-    ser: _Series, p: Params, min_effect: float, higher_is_better: bool, start: int = 0
+    ser: _Series,
+    p: Params,
+    min_effect: float,
+    higher_is_better: bool,
+    start: int = 0,
+    events: Mapping[int, str] | None = None,
 ) -> tuple[list[Alert], _State]:
     """Run the online gate over the whole series, one run at a time (vectorised between alerts)."""
     y = ser.y
     T = y.size
+    events = dict(events or {})
     st = _State(start=start, excluded=np.zeros(T, dtype=bool), prior=np.full(T, np.nan))
     st.anchor = _anchor(y, st, p)
     alerts: list[Alert] = []
     hit = _tests_at(ser, st, p, start, T - 1, min_effect, "first")
     while hit is not None:
-        c = _place_change(y, st, p, hit)
+        c = _place_change(y, st, p, hit, sorted(events))
         level = float(np.median(y[c : hit.t + 1]))
+        # The magnitude is the robust level change: the median of the new level's runs against
+        # the baseline. Below the minimum effect (or against the window's direction) nothing is
+        # raised at this run.
+        if (level > hit.base) != hit.up or not ser.effect_ok(np.array(level), np.array(hit.base), min_effect):
+            hit = _tests_at(ser, st, p, hit.t + 1, T - 1, min_effect, "first")
+            continue
         alert = Alert(
             index=hit.t,
             change_index=c,
@@ -535,6 +647,7 @@ def _replay(
             p_value=hit.p_value,
             baseline=ser.level(hit.base),
             level=ser.level(level),
+            event=events.get(c),
         )
         # Accept the new level, then see whether the series returns to the old one before the
         # new level raises anything.
@@ -544,24 +657,30 @@ def _replay(
         nxt = _tests_at(ser, new, p, hit.t + 1, T - 1, min_effect, "first")
         horizon = min(T - 1, hit.t + p.revert_window, nxt.t if nxt is not None else T)
         # Back at the old level: the last two runs, and the median of all runs since the alert,
-        # deviate towards the new level by less than half the threshold that fired.
+        # are closer to the old level than to the new one.
         sign = 1.0 if hit.up else -1.0
+        mid = 0.5 * sign * (level - hit.base)
         reverted = None
         for t2 in range(hit.t + 2, horizon + 1):
             after = sign * (y[hit.t + 1 : t2 + 1] - hit.base)
-            if after[-1] < hit.margin and after[-2] < hit.margin and np.median(after) < hit.margin:
-                reverted = t2
+            if after[-1] < mid and after[-2] < mid and np.median(after) < mid:
+                back = after < mid
+                j = after.size - 2
+                while j > 0 and back[j - 1]:
+                    j -= 1
+                reverted = hit.t + 1 + j  # the first run of the return
+                recognised = t2
                 break
         if reverted is None:
             alerts.append(alert)
             st, hit = new, nxt
             continue
         # A transient: its runs become outliers of the old level, which stays the baseline.
-        span = np.arange(c, reverted + 1)
-        st.excluded[span[sign * (y[span] - hit.base) >= hit.margin]] = True
+        span = np.arange(c, reverted)
+        st.excluded[span[sign * (y[span] - hit.base) >= mid]] = True
         st.anchor = _anchor(y, st, p)
         alerts.append(replace(alert, reverted_at=reverted))
-        hit = _tests_at(ser, st, p, reverted + 1, T - 1, min_effect, "first")
+        hit = _tests_at(ser, st, p, recognised + 1, T - 1, min_effect, "first")
     return alerts, st
 
 
@@ -573,17 +692,33 @@ def simulate_online(
     samples: Sequence[Sequence[float] | None] | None = None,
     params: Params | None = None,
     start: int = 0,
+    events: Mapping[int, str] | Sequence[int] | None = None,
 ) -> list[Alert]:
     """The alerts the online gate would have raised had the series arrived one run at a time.
 
     Each alert uses only the runs up to its ``index``; after it, the new level (from
     ``change_index``) becomes the baseline. ``start`` ignores the runs before it (e.g. before a
     known, accepted change). ``samples`` (one sequence of raw samples per run, or None) only sets a
-    floor under the between-run noise.
+    floor under the between-run noise. ``events`` are the runs where the environment changed (the
+    first run under the new one), as indices or ``{index: label}``: candidate change points; an
+    alert whose change is placed at one carries its label in ``event``.
     """
     p = params or DEFAULT_PARAMS
     ser = _prepare(values, samples)
-    return _replay(ser, p, min_effect, higher_is_better, start)[0]
+    return _replay(ser, p, min_effect, higher_is_better, start, _events(events, ser.y.size))[0]
+
+
+def _events(events: Mapping[int, str] | Sequence[int] | None, n: int) -> dict[int, str]:
+    """``{index: label}`` of the environment changes inside the series (a bare index is its label)."""
+    if not events:
+        return {}
+    pairs = events.items() if isinstance(events, Mapping) else ((e, None) for e in events)
+    out = {}
+    for i, label in pairs:
+        i = int(i)
+        if 0 < i < n:
+            out[i] = str(label) if label else f"environment change at run {i}"
+    return out
 
 
 def check_latest(
@@ -594,6 +729,7 @@ def check_latest(
     samples: Sequence[Sequence[float] | None] | None = None,
     params: Params | None = None,
     start: int = 0,
+    events: Mapping[int, str] | Sequence[int] | None = None,
 ) -> Alert | None:
     """Whether the newest run raises an alert: the online replay's verdict on the last run.
 
@@ -607,6 +743,7 @@ def check_latest(
         samples=samples,
         params=params,
         start=start,
+        events=events,
     )
     n = len(values)
     for a in reversed(alerts):
@@ -706,9 +843,17 @@ def segment(
     alpha: float = 0.001,
     min_size: int = 2,
     samples: Sequence[Sequence[float] | None] | None = None,
+    events: Mapping[int, str] | Sequence[int] | None = None,
 ) -> list[ChangePoint]:
-    """Offline change points of the whole series (see the module docstring), oldest first."""
+    """Offline change points of the whole series (see the module docstring), oldest first.
+
+    ``events`` (runs where the environment changed, as for :func:`simulate_online`) are candidate
+    change points: one is kept when the split there is significant (Bonferroni over the events
+    only), a change point found within two runs of one moves onto it when the data fit it as well,
+    and a change point at an event carries its label in ``event``.
+    """
     ser = _prepare(values, samples)
+    ev = _events(events, ser.y.size)
     y = ser.y
     n = y.size
     if n < 2 * min_size:
@@ -724,6 +869,8 @@ def segment(
         cps = _prune(y, cps, sigma, rho, alpha, min_size, min_effect, ser)
         sigma, rho = _noise(y, cps)
     sigma = max(sigma, ser.floor, 1e-12)
+    if ev:
+        cps = _with_events(y, cps, sorted(ev), sigma, rho, alpha, min_size, min_effect, ser)
     out = []
     bounds = [0, *cps, n]
     for i, c in enumerate(cps):
@@ -738,9 +885,47 @@ def segment(
                 p_value=pv,
                 before=ser.level(before),
                 after=ser.level(after),
+                event=ev.get(int(c)),
             )
         )
     return out
+
+
+def _fit_cost(x: np.ndarray, cap: float) -> float:
+    """Huber loss of a segment around its median (see :func:`_place_change`)."""
+    return _huber(x - np.median(x), cap) if x.size else 0.0
+
+
+def _with_events(y, cps, events, sigma, rho, alpha, min_size, min_effect, ser) -> list[int]:
+    """Change points with the environment changes as candidates (see :func:`segment`)."""
+    cps = list(cps)
+    cap = DEFAULT_PARAMS.clip_sigma * sigma
+    # A change point near an event moves onto it when the two-level fit is as good there.
+    for i, c in enumerate(cps):
+        lo = cps[i - 1] if i else 0
+        hi = cps[i + 1] if i + 1 < len(cps) else y.size
+        near = [e for e in events if abs(e - c) <= 2 and lo + min_size <= e <= hi - min_size]
+        if not near or c in events:
+            continue
+        cost = {x: _fit_cost(y[lo:x], cap) + _fit_cost(y[x:hi], cap) for x in [c, *near]}
+        best = min(near, key=lambda e: (cost[e], abs(e - c)))
+        if cost[best] <= cost[c] + (3 * sigma) ** 2:
+            cps[i] = best
+    cps = sorted(set(cps))
+    # An event no change point is near is tested on its own: one pre-specified split per event.
+    for e in events:
+        if any(abs(e - c) <= 2 for c in cps):
+            continue
+        bounds = [0, *cps, y.size]
+        j = int(np.searchsorted(bounds, e, side="right"))
+        lo, hi = bounds[j - 1], bounds[j]
+        if e - lo < min_size or hi - e < min_size:
+            continue
+        left, right = y[lo:e], y[e:hi]
+        pv = min(1.0, _split_test(left, right, sigma, rho, 1) * len(events))
+        if pv <= alpha and ser.effect_ok(np.median(right), np.median(left), min_effect):
+            cps = sorted([*cps, e])
+    return _prune(y, cps, sigma, rho, alpha, min_size, min_effect, ser)
 
 
 def _binseg(y, sigma, rho, alpha, min_size, min_effect, ser) -> list[int]:

@@ -1,9 +1,12 @@
 """`benchmark detect SERIES.csv`: the history analysis on any series of per-run values.
 
 The CSV has a header and a column ``value`` (one per run, oldest first); optional columns are ``run``
-(a label) and ``samples`` (that run's raw samples, separated by spaces). It prints the offline change
-points (:func:`benchmark.analysis.history.segment`) and the alerts the online gate would have raised
-had the runs arrived one at a time (:func:`benchmark.analysis.history.simulate_online`).
+(a label), ``samples`` (that run's raw samples, separated by spaces) and ``env`` (a label of the run's
+environment, e.g. ``driver 550.54``: where it differs from the previous run's, the environment
+changed, and that run is a candidate change point). It prints the offline change points
+(:func:`benchmark.analysis.history.segment`) and the alerts the online gate would have raised had the
+runs arrived one at a time (:func:`benchmark.analysis.history.simulate_online`), each alert with the
+run where the level came back (``reverted_at``) and the environment change it is attributed to.
 Exit status: 0 after a successful analysis (whatever it found), 2 when the CSV cannot be used.
 """
 
@@ -26,6 +29,17 @@ class Series:
     values: list[float]
     labels: list[str] | None
     samples: list[list[float] | None] | None
+    envs: list[str] | None = None
+
+    def events(self) -> dict[int, str]:
+        """``{run index: "old -> new"}`` where the ``env`` column changes between consecutive runs."""
+        if not self.envs:
+            return {}
+        return {
+            i: f"{self.envs[i - 1] or '?'} -> {self.envs[i] or '?'}"
+            for i in range(1, len(self.envs))
+            if self.envs[i] != self.envs[i - 1]
+        }
 
 
 def _number(text: str, where: str, what: str) -> float:
@@ -56,6 +70,7 @@ def read_series(path: str) -> Series:
             values: list[float] = []
             labels: list[str] = []
             samples: list[list[float] | None] = []
+            envs: list[str] = []
             for row in reader:
                 where = f"{path}:{reader.line_num}"
                 raw = row.get("value")
@@ -63,6 +78,7 @@ def read_series(path: str) -> Series:
                     raise SeriesError(f"{where}: missing value")
                 values.append(_number(raw, where, "value"))
                 labels.append((row.get("run") or "").strip())
+                envs.append((row.get("env") or "").strip())
                 cell = (row.get("samples") or "").strip()
                 samples.append([_number(x, where, "sample") for x in cell.split()] if cell else None)
         except csv.Error as e:
@@ -75,6 +91,7 @@ def read_series(path: str) -> Series:
         values=values,
         labels=labels if "run" in fields else None,
         samples=samples if any(s for s in samples) else None,
+        envs=envs if "env" in fields else None,
     )
 
 
@@ -82,27 +99,59 @@ def analyse(series: Series, *, min_effect: float, higher_is_better: bool):
     """Offline change points and online alerts of the series."""
     from benchmark.analysis.history import segment, simulate_online
 
-    kw = dict(min_effect=min_effect, higher_is_better=higher_is_better, samples=series.samples)
+    kw = dict(
+        min_effect=min_effect,
+        higher_is_better=higher_is_better,
+        samples=series.samples,
+        events=series.events(),
+    )
     return segment(series.values, **kw), simulate_online(series.values, **kw)
 
 
-def to_json(change_points, alerts) -> dict:
-    """The document `benchmark detect --json` prints."""
-    return {
-        "change_points": [
-            {"index": c.index, "direction": c.direction, "magnitude": round(c.magnitude, 6)}
-            for c in change_points
-        ],
-        "alerts": [
-            {
-                "index": a.index,
-                "change_index": a.change_index,
-                "direction": a.direction,
-                "magnitude": round(a.magnitude, 6),
-            }
-            for a in alerts
-        ],
-    }
+def _finite(x: float, digits: int = 6) -> float | None:
+    """A JSON-safe number: NaN and infinities (e.g. a change from a level of 0) become null."""
+    x = float(x)
+    return round(x, digits) if math.isfinite(x) else None
+
+
+def to_json(change_points, alerts, series: Series | None = None) -> dict:
+    """The document `benchmark detect --json` prints (strict JSON: no NaN).
+
+    Every alert has ``reverted_at``: null, or the index of the first run back at the old level;
+    ``event``: null, or the environment change its change point is attributed to. With a ``run``
+    column, ``run``/``change_run``/``reverted_at_run`` give the labels of those runs.
+    """
+    labels = series.labels if series is not None else None
+
+    def run(i: int | None) -> str | None:
+        return labels[i] if labels is not None and i is not None else None
+
+    cps = []
+    for c in change_points:
+        row = {
+            "index": c.index,
+            "direction": c.direction,
+            "magnitude": _finite(c.magnitude),
+            "event": c.event,
+        }
+        if labels is not None:
+            row["run"] = run(c.index)
+        cps.append(row)
+    out = []
+    for a in alerts:
+        row = {
+            "index": a.index,
+            "change_index": a.change_index,
+            "direction": a.direction,
+            "magnitude": _finite(a.magnitude),
+            "kind": a.kind,
+            "reverted_at": a.reverted_at,
+            "event": a.event,
+        }
+        if labels is not None:
+            row.update(run=run(a.index), change_run=run(a.change_index), reverted_at_run=run(a.reverted_at))
+        out.append(row)
+    return {"change_points": cps, "alerts": out}
 
 
 def _label(series: Series, i: int) -> str:
@@ -117,12 +166,17 @@ def _print_table(path: str, series: Series, cps, alerts, args) -> None:
         f"{path}: {len(series.values)} runs, {better} is better, minimum effect {args.min_effect:.1%}"
         + (", raw samples given" if series.samples else "")
     )
+    events = series.events()
+    if events:
+        print()
+        print("Environment changes (candidate change points):")
+        _rows([("run", "change")] + [(_label(series, i), label) for i, label in events.items()])
     print()
     print("Change points (offline segmentation; run = first run of the new level):")
     if not cps:
         print("  none")
     else:
-        rows = [("run", "direction", "change", "level before -> after", "p-value")]
+        rows = [("run", "direction", "change", "level before -> after", "p-value", "note")]
         for c in cps:
             rows.append(
                 (
@@ -131,6 +185,7 @@ def _print_table(path: str, series: Series, cps, alerts, args) -> None:
                     f"{c.magnitude:+.1%}",
                     f"{c.before:.4g} -> {c.after:.4g}",
                     f"{c.p_value:.1e}",
+                    f"after {c.event}" if c.event else "",
                 )
             )
         _rows(rows)
@@ -141,9 +196,14 @@ def _print_table(path: str, series: Series, cps, alerts, args) -> None:
     else:
         rows = [("raised at run", "change at run", "direction", "change", "window", "note")]
         for a in alerts:
-            note = f"level came back at run {a.reverted_at}" if a.reverted_at is not None else ""
+            notes = []
             if a.kind == "drift":
-                note = ("slow drift; " + note).strip("; ")
+                notes.append("slow drift")
+            if a.event:
+                notes.append(f"after {a.event}")
+            if a.reverted_at is not None:
+                notes.append(f"reverted: level came back at run {_label(series, a.reverted_at)}")
+            note = "; ".join(notes)
             rows.append(
                 (
                     _label(series, a.index),
@@ -181,7 +241,7 @@ def cmd_detect(args) -> int:
         return 2
     cps, alerts = analyse(series, min_effect=args.min_effect, higher_is_better=args.higher_is_better)
     if args.json:
-        print(json.dumps(to_json(cps, alerts)))
+        print(json.dumps(to_json(cps, alerts, series), allow_nan=False))
     else:
         _print_table(args.series, series, cps, alerts, args)
     return 0
@@ -194,7 +254,9 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n")[1],
     )
     p.add_argument(
-        "series", metavar="SERIES.csv", help="CSV with a 'value' column; optional 'run', 'samples'"
+        "series",
+        metavar="SERIES.csv",
+        help="CSV with a 'value' column; optional 'run', 'samples', 'env' (environment label per run)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument(
