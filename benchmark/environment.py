@@ -1,8 +1,9 @@
 """What a run ran on and under: the machine (hardware/OS, fingerprinted) and the run (code, environment).
 
-`collect_machine()` describes the hardware and OS. Its `fingerprint` hashes only what makes timings
-comparable (CPU, memory, GPUs and driver, OS and kernel, Python), never the hostname, so two identical
-machines share series and a reinstalled Python starts new ones.
+`collect_machine()` describes the hardware and OS. Its `fingerprint` hashes only the hardware (CPU,
+memory, GPU models, OS family, architecture, Python minor version), never the hostname, so two
+identical machines share series; drivers, kernel, OS release and the Python patch version are
+recorded per run instead (`volatile_environment`), and an upgrade is an event on the series.
 
 `collect_run()` describes one invocation: when it started, which code (git commit, branch, dirty tree),
 which framework build (passed in by the caller: this module never imports paddle), the environment
@@ -78,11 +79,29 @@ def collect_machine() -> dict[str, Any]:
     return info
 
 
+# Fields that change under a machine without making it another machine: driver, kernel and OS
+# point releases, Python patch versions. They are not part of the fingerprint (an upgrade keeps the
+# series); each run records them (`volatile_environment`) and a change between two runs of a series
+# is an event on it (benchmark.analysis.events), drawn on plots and listed in reports.
+VOLATILE_FIELDS = ("gpu_driver", "cuda_driver_version", "kernel", "os_release", "python_version")
+
+
 def fingerprint(machine: Mapping[str, Any]) -> str:
-    """Short sha256 of the timing-relevant fields of a machine description (hostname excluded)."""
-    relevant = {k: machine.get(k) for k in FINGERPRINT_FIELDS}
+    """Short sha256 of the hardware of a machine description: CPU model and counts, memory, GPU
+    models and count, OS family, architecture, Python implementation and minor version.
+
+    The hostname and the volatile fields (`VOLATILE_FIELDS`: drivers, kernel, OS release, Python
+    patch version) are left out, so an upgrade keeps the machine's series."""
+    relevant: dict[str, Any] = {k: machine.get(k) for k in FINGERPRINT_FIELDS if k not in VOLATILE_FIELDS}
+    version = str(machine.get("python_version") or "")
+    relevant["python_minor"] = ".".join(version.split(".")[:2]) or None
     blob = json.dumps(relevant, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:FINGERPRINT_LENGTH]
+
+
+def volatile_environment(machine: Mapping[str, Any]) -> dict[str, Any]:
+    """The volatile fields of a machine description, recorded with every run."""
+    return {k: machine.get(k) for k in VOLATILE_FIELDS if machine.get(k) is not None}
 
 
 def _cpu_info() -> dict[str, Any]:

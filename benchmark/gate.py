@@ -150,6 +150,14 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
     if alert is None:
         decision.verdict = "pass"
         decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
+        ids = [*runs, result.get("run_id")]
+        back = [a for a in alerts if a.reverted_at is not None and a.index >= newest - 10]
+        if back:  # a recent excursion that came back: said, so nobody chases it
+            a = back[-1]
+            decision.evidence += (
+                f"; the {a.direction} raised at run {ids[a.index]} ({a.magnitude:+.1%} from run "
+                f"{ids[a.change_index]}) reverted at run {ids[a.reverted_at]}"
+            )
         return decision
     decision.verdict = "regression" if alert.direction == "regression" else "improvement"
     decision.effect = alert.magnitude
@@ -159,6 +167,8 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
         f"{alert.threshold:.1f} ({alert.kind})"
     )
     decision.reason = f"level changed at run {decision.change_run_id}"
+    if alert.event:
+        decision.reason += f" (after {alert.event})"
     return decision
 
 

@@ -43,7 +43,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from benchmark.environment import fingerprint
+from benchmark.environment import fingerprint, volatile_environment
 from benchmark.results import timing_problem
 from benchmark.store.engine import StoreError, error_reason, shown, writer
 from benchmark.store.models import (
@@ -250,6 +250,8 @@ class Store:
         machine = dict(machine)
         fp = machine.get("fingerprint") or fingerprint(machine)
         values = run_row(run)
+        # Drivers, kernel, Python patch version: not in the fingerprint, recorded with each run.
+        values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine)}
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, fp, machine)

@@ -1,0 +1,167 @@
+"""Environment changes are events on a series, not new series (issue 13): the fingerprint keys the
+hardware, each run records its drivers/kernel/Python, an old history merges its upgraded machines."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+
+from benchmark.analysis.events import environment_events, run_environment
+from benchmark.environment import collect_machine, fingerprint, volatile_environment
+from benchmark.store import open_store, upgrade_store
+from benchmark.store.engine import make_engine, parse_url
+from benchmark.store.migrate import upgrade
+from benchmark.store.models import encode_samples
+
+GPU_BOX = {
+    "hostname": "nightly-1",
+    "cpu_model": "AMD EPYC 7763",
+    "cpu_count_logical": 128,
+    "cpu_count_physical": 64,
+    "memory_gib": 503,
+    "gpu_models": ["NVIDIA A100-SXM4-80GB"] * 8,
+    "gpu_count": 8,
+    "gpu_driver": "550.54.15",
+    "cuda_driver_version": "12.4",
+    "os": "Linux",
+    "os_release": "Ubuntu 22.04.3 LTS",
+    "kernel": "5.15.0-91-generic",
+    "arch": "x86_64",
+    "python_implementation": "CPython",
+    "python_version": "3.11.4",
+}
+UPGRADED = {**GPU_BOX, "gpu_driver": "560.28.03", "python_version": "3.11.7", "kernel": "5.15.0-94-generic"}
+
+
+def test_the_fingerprint_keys_the_hardware_not_drivers_kernel_or_python_patch():
+    fp = fingerprint(GPU_BOX)
+    assert fingerprint(UPGRADED) == fp
+    assert fingerprint({**GPU_BOX, "os_release": "Ubuntu 22.04.4 LTS"}) == fp
+    for field, other in [
+        ("cpu_model", "Intel Xeon 8480"),
+        ("cpu_count_logical", 64),
+        ("gpu_models", ["NVIDIA H100"] * 8),
+        ("gpu_count", 4),
+        ("python_version", "3.12.1"),  # a new minor version is a new interpreter
+    ]:
+        assert fingerprint({**GPU_BOX, field: other}) != fp, field
+    assert volatile_environment(UPGRADED) == {
+        "gpu_driver": "560.28.03",
+        "cuda_driver_version": "12.4",
+        "kernel": "5.15.0-94-generic",
+        "os_release": "Ubuntu 22.04.3 LTS",
+        "python_version": "3.11.7",
+    }
+    here = collect_machine()
+    assert here["fingerprint"] == fingerprint({**here, "kernel": "another", "python_version": "3.11.999"})
+
+
+def test_an_upgrade_keeps_the_series_and_is_an_event(sqlite_url, make_result):
+    with open_store(sqlite_url, create=True) as store:
+        runs = []
+        for i, box in enumerate([GPU_BOX, GPU_BOX, UPGRADED, UPGRADED]):
+            machine = {**box, "fingerprint": fingerprint(box)}
+            run_id = store.begin_run(machine, {"started_at": 1.7e9 + 86400 * i})
+            store.add_result(run_id, make_result("op.add", samples=[1e-3 * (1 + 0.1 * (i >= 2))] * 5))
+            store.finish_run(run_id)
+            runs.append(run_id)
+        history = store.history("op.add")
+        assert len({r["series_id"] for r in history}) == 1 and len(history) == 4
+        assert len({r["machine"] for r in history}) == 1
+        envs = [run_environment(store.run(r)) for r in runs]
+        (base,) = store.baselines(runs[-1]).values()
+        assert base.run_ids == runs[:-1]  # the upgraded runs are judged against the old ones
+    assert envs[0]["gpu_driver"] == "550.54.15" and envs[2]["gpu_driver"] == "560.28.03"
+    assert environment_events(envs) == {
+        2: "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, "
+        "Python 3.11.4 -> 3.11.7"
+    }
+    assert environment_events([None, {"kernel": "a"}, {}, {"kernel": "a"}, {"kernel": "b"}]) == {
+        4: "kernel a -> b"
+    }
+
+
+def test_an_old_history_merges_machines_that_differ_only_by_volatile_fields(sqlite_url, make_result):
+    """Two machine rows from before the upgrade of the key (old fingerprints: driver and Python
+    patch version included) become one machine, and their two series of one case become one."""
+    import hashlib
+    import json
+
+    old_fields = (
+        "cpu_model", "cpu_count_logical", "cpu_count_physical", "memory_gib", "gpu_models", "gpu_count",
+        "gpu_driver", "os", "os_release", "kernel", "arch", "python_implementation", "python_version",
+    )  # fmt: skip
+
+    def old_fp(info):
+        blob = json.dumps(
+            {k: info.get(k) for k in old_fields}, sort_keys=True, separators=(",", ":"), default=str
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    engine = make_engine(parse_url(sqlite_url))
+    upgrade(engine, "0004")
+    meta = sa.MetaData()
+    meta.reflect(engine)
+    t = meta.tables
+    start = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    with engine.begin() as conn:
+        case_pk = conn.execute(
+            t["case"].insert().values(case_id="op.add", name="add", kind="op", config={}, config_hash="h1")
+        ).inserted_primary_key[0]
+        other = conn.execute(
+            t["machine"]
+            .insert()
+            .values(fingerprint="set-by-hand", hostname="x", info=GPU_BOX, created_at=start)
+        ).inserted_primary_key[0]
+        day = 0
+        for box in (GPU_BOX, UPGRADED):
+            mid = conn.execute(
+                t["machine"]
+                .insert()
+                .values(fingerprint=old_fp(box), hostname="h", info=box, created_at=start)
+            ).inserted_primary_key[0]
+            sid = conn.execute(
+                t["series"]
+                .insert()
+                .values(case_pk=case_pk, machine_id=mid, place="cpu", mode="dynamic", metric="time")
+            ).inserted_primary_key[0]
+            for _ in range(3):
+                day += 1
+                when = start + dt.timedelta(days=day)
+                rid = conn.execute(
+                    t["run"].insert().values(
+                        machine_id=mid, started_at=when, status="complete", framework={}, env={}, trigger="nightly",
+                        tags=[], extra={},
+                    )
+                ).inserted_primary_key[0]  # fmt: skip
+                conn.execute(
+                    t["result"].insert().values(
+                        run_id=rid, series_id=sid, run_time=when.timestamp(), status="ok", unit="s", rounds=3,
+                        iterations=1, warmup_rounds=0, median=1e-3, stats_extra={}, warnings=[], tags=[], extra={},
+                        samples=encode_samples([1e-3] * 3),
+                    )
+                )  # fmt: skip
+    engine.dispose()
+    upgrade_store(sqlite_url)
+    with open_store(sqlite_url) as store:
+        history = store.history("op.add")
+        assert len(history) == 6 and len({r["series_id"] for r in history}) == 1
+        assert {r["machine"] for r in history} == {fingerprint(GPU_BOX)}
+        envs = [run_environment(store.run(r["run_id"])) for r in history]
+        assert environment_events(envs) == {
+            3: "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, "
+            "Python 3.11.4 -> 3.11.7"
+        }
+        # a new run of the upgraded machine lands in the same series
+        run_id = store.begin_run(
+            {**UPGRADED, "fingerprint": fingerprint(UPGRADED)}, {"started_at": "2025-02-01"}
+        )
+        store.add_result(run_id, make_result("op.add", config_hash="h1"))
+        (base,) = store.baselines(run_id).values()
+        assert len(base.run_ids) == 6
+    engine = make_engine(parse_url(sqlite_url))
+    with engine.connect() as conn:
+        fps = dict(conn.execute(sa.text("SELECT id, fingerprint FROM machine")).all())
+    engine.dispose()
+    assert fps[other] == "set-by-hand" and len(fps) == 2  # a hand-set key is left alone
