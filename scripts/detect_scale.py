@@ -6,7 +6,7 @@
 
 The series is white noise at 1% around 1.0 with a +-10% step every 20 000 runs and a one-run
 +15% spike every 5 000 runs, written to a CSV in the temp dir. The command runs in a fresh
-process (`python -m benchmark.cli detect FILE --json`); the script prints its wall time, its peak
+process (`python -m benchmark.cli detect FILE --json`); the script prints its wall and CPU time, its peak
 resident set size (from `resource.getrusage(RUSAGE_CHILDREN)`, Linux: KiB), the number of change
 points and alerts, and whether the output parses as strict JSON (no bare NaN). Timings depend on the
 machine and its load; compare runs on one machine.
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             check=False,
         )
         wall = time.perf_counter() - t0
-        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak_kib, cpu = ru.ru_maxrss, ru.ru_utime + ru.ru_stime
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr)
             return 1
@@ -67,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
         doc = json.loads(out.stdout, parse_constant=strict)
         print(
-            f"runs {args.runs}: detect --json {wall:.2f} s wall, peak RSS {peak_kib / 1024:.0f} MiB, "
+            f"runs {args.runs}: detect --json {wall:.2f} s wall ({cpu:.2f} s CPU), "
+            f"peak RSS {peak_kib / 1024:.0f} MiB, "
             f"{len(doc['change_points'])} change points, {len(doc['alerts'])} alerts, strict JSON"
         )
     finally:

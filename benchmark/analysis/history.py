@@ -103,6 +103,8 @@ class Params:
     """The baseline level is the mean of those runs trimmed by this share at each end."""
     scale_window: int = 120
     """Runs whose residuals estimate the noise scale and autocorrelation."""
+    scale_stride: int = 4
+    """The noise scale and autocorrelation are re-estimated every this many runs."""
     min_history: int = 8
     """No test before this many runs of the series."""
     min_noise_runs: int = 10
@@ -428,11 +430,24 @@ def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_
     # Noise scale and autocorrelation: residuals of the last `scale_window` runs from their level.
     prior = st.prior.copy()
     prior[st.start :] = np.nan
-    Yw = _windows(yb, p.scale_window)[rows]
-    R = np.where(np.isnan(Yw), _windows(prior, p.scale_window)[rows], Yw - m[:, None])
-    s = np.maximum(_biweight_scale_rows(R), max(ser.floor, 1e-12))
-    rho = _lag1_rows(R, s, p.max_rho, p.rho_prior, p.rho_prior_runs)
-    ns = np.sum(~np.isnan(R), axis=1)
+    # The scale moves slowly: it is estimated at every `scale_stride`-th run (a multiple of it, so
+    # a run's estimate never depends on where a batch of runs starts) and used for the runs up to
+    # the next one; each estimate uses only runs before the windows it serves.
+    q = max(1, p.scale_stride)
+    e_s = np.arange((e_lo // q) * q, e_hi + 1, q)
+    Yw = _windows(yb, p.scale_window)[e_s]
+    if e_s[0] < e_lo:
+        m0, _ = _trimmed_mean_rows(_windows(yb, p.window)[e_s[:1]], p.trim)
+        m_s = np.concatenate([m0, m[e_s[1:] - e_lo]])
+    else:
+        m_s = m[e_s - e_lo]
+    R = np.where(np.isnan(Yw), _windows(prior, p.scale_window)[e_s], Yw - m_s[:, None])
+    s_s = np.maximum(_biweight_scale_rows(R), max(ser.floor, 1e-12))
+    rho_s = _lag1_rows(R, s_s, p.max_rho, p.rho_prior, p.rho_prior_runs)
+    ns_s = np.sum(~np.isnan(R), axis=1)
+    pick = (e_idx // q) * q
+    pick = np.searchsorted(e_s, pick)
+    s, rho, ns = s_s[pick], rho_s[pick], ns_s[pick]
     # Degrees of freedom of the scale: biweight efficiency ~0.85, and an AR(1) series carries
     # (1 - rho^2) / (1 + rho^2) of the information about a variance of an independent one.
     df = np.maximum(2.0, 0.85 * ns * (1 - rho**2) / (1 + rho**2) - 1)
@@ -478,11 +493,17 @@ def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_
             p_dn.extend(sps.t.sf(-z, df[ev]))
             continue
         thr1 = h[ev] * np.sqrt(_mean_var(k - 1, rho[ev]) + var_b)
-        up, mdev_up = _side(dev, thr, thr1, p)
-        dn, mdev_dn = _side(-dev, thr, thr1, p)
-        up &= ser.effect_ok(base + mdev_up[1] * s[ev], base, min_effect)
-        dn &= ser.effect_ok(base - mdev_dn[1] * s[ev], base, min_effect)
-        mdev = np.where(up, mdev_up[0], -mdev_dn[0])
+        # Neutralising a lone outlier only lowers a side's mean: windows whose plain clipped mean
+        # is below the threshold cannot fire, and only the others are looked at closely.
+        up = np.zeros(ev.size, dtype=bool)
+        dn = np.zeros(ev.size, dtype=bool)
+        for sign, out in ((1.0, up), (-1.0, dn)):
+            cand = np.flatnonzero(sign * mdev >= thr)
+            if cand.size:
+                fire, (md, med) = _side(sign * dev[cand], thr[cand], thr1[cand], p)
+                fire &= ser.effect_ok(base[cand] + sign * med * s[ev][cand], base[cand], min_effect)
+                out[cand] = fire
+                mdev[cand[fire]] = sign * md[fire]
         fired = np.flatnonzero(up | dn)
         if fired.size == 0:
             continue
@@ -529,7 +550,8 @@ def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[
     rows = np.arange(n)
     j = np.argmax(d, axis=1)
     srt = np.sort(d, axis=1)
-    lone = srt[:, -1] - np.median(srt[:, :-1], axis=1) > p.outlier_sigma
+    lo, hi = (k - 2) // 2, (k - 1) // 2  # the median of the k-1 lowest runs, from the sorted rows
+    lone = srt[:, -1] - 0.5 * (srt[:, lo] + srt[:, hi]) > p.outlier_sigma
     if lone.any():
         d = d.copy()
         d[rows[lone], j[lone]] = 0.0
@@ -539,7 +561,7 @@ def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[
     cap1 = np.maximum(p.clip * thr1, p.clip_sigma)[:, None]
     cd = np.clip(srt, -cap1, cap1)
     loo = cd[:, :-1].mean(axis=1)
-    med = np.median(srt[:, :-1], axis=1)
+    med = 0.5 * (srt[:, lo] + srt[:, hi])
     fire = (mdev >= thr) & (loo >= thr1) & (d[:, -1] >= p.persist * thr) & (med > 0)
     return fire, (mdev, med)
 
