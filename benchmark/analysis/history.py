@@ -647,6 +647,8 @@ def _replay(
     st = _State(start=start, excluded=np.zeros(T, dtype=bool), prior=np.full(T, np.nan))
     st.anchor = _anchor(y, st, p)
     alerts: list[Alert] = []
+    # Alerts not reverted: (position, the state before them, their baseline, sign, midpoint).
+    accepted: list[tuple[int, _State, float, float, float]] = []
     hit = _tests_at(ser, st, p, start, T - 1, min_effect, "first")
     while hit is not None:
         c = _place_change(y, st, p, hit, sorted(events))
@@ -695,13 +697,29 @@ def _replay(
                 break
         if reverted is None:
             alerts.append(alert)
+            accepted.append((len(alerts) - 1, st, hit.base, sign, mid))
             st, hit = new, nxt
             continue
         # A transient: its runs become outliers of the old level, which stays the baseline.
         span = np.arange(c, reverted)
         st.excluded[span[sign * (y[span] - hit.base) >= mid]] = True
-        st.anchor = _anchor(y, st, p)
         alerts.append(replace(alert, reverted_at=reverted))
+        # An excursion that escalated (a second alert in the same direction within the revert
+        # window of the first) and came back all the way: the first alert is reverted too, and
+        # the level before it is the baseline again.
+        while accepted:
+            pos, before, base0, sign0, mid0 = accepted[-1]
+            first = alerts[pos]
+            back = sign0 * (y[reverted : recognised + 1] - base0) < mid0
+            if sign0 != sign or hit.t - first.index > p.revert_window or not back.all():
+                break
+            accepted.pop()
+            span = np.arange(first.change_index, reverted)
+            before.excluded |= st.excluded
+            before.excluded[span[sign0 * (y[span] - base0) >= mid0]] = True
+            alerts[pos] = replace(first, reverted_at=reverted)
+            st = before
+        st.anchor = _anchor(y, st, p)
         hit = _tests_at(ser, st, p, recognised + 1, T - 1, min_effect, "first")
     return alerts, st
 
