@@ -234,7 +234,7 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
 
 
 def _key(r: Mapping[str, Any]) -> tuple:
-    return (r["case_id"], r["config_hash"], r["place"], r["mode"])
+    return (r["case_id"], r["config_hash"], r["place"], r["mode"], r.get("metric") or "time")
 
 
 def _control_fdr(decisions: list[Decision], alpha: float) -> None:

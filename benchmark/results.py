@@ -27,6 +27,9 @@ class CaseResult:
     tags: list[str] = field(default_factory=list)
     status: str = "ok"
     message: str | None = None
+    # What the samples measure: "time" (seconds per iteration) or "instructions" (instructions per
+    # iteration, from callgrind; benchmark/instructions.py). Part of the series key.
+    metric: str = "time"
     unit: str = "s"
     # Host wall-clock seconds per iteration, one value per timed round (the raw samples).
     samples: list[float] = field(default_factory=list)

@@ -90,12 +90,18 @@ TOUCH_RUN = (
     sa.update(RUN).where(RUN.c.id == sa.bindparam("b_run_id")).values(heartbeat_at=sa.bindparam("b_beat"))
 )
 
-SeriesKey = tuple[str, str, str, str]  # (case_id, config_hash, place, mode)
+SeriesKey = tuple[str, str, str, str, str]  # (case_id, config_hash, place, mode, metric)
 
 
 def series_key(result: Mapping[str, Any]) -> SeriesKey:
-    """The key `Store.baselines` uses for a result dict: (case_id, config_hash, place, mode)."""
-    return (result["case_id"], result["config_hash"], result["place"], result["mode"])
+    """The key `Store.baselines` uses for a result dict: (case_id, config_hash, place, mode, metric)."""
+    return (
+        result["case_id"],
+        result["config_hash"],
+        result["place"],
+        result["mode"],
+        result.get("metric") or "time",
+    )
 
 
 @dataclass
@@ -381,7 +387,7 @@ class Store:
             return False
         machine_id = self._runs[run_id][0]
         case_pk = self._case_pks.get((data["case_id"], data["config_hash"]))
-        series = (case_pk, machine_id, data["place"], data["mode"])
+        series = (case_pk, machine_id, data["place"], data["mode"], data.get("metric") or "time")
         return machine_id in self._preloaded and case_pk is not None and series in self._series_ids
 
     def _heartbeat_due(self, run_id: int) -> bool:
@@ -410,11 +416,11 @@ class Store:
             sa.select(CASE.c.id, CASE.c.case_id, CASE.c.config_hash)
         ):
             self._case_pks[(case_id, config_hash)] = pk
-        query = sa.select(SERIES.c.id, SERIES.c.case_pk, SERIES.c.place, SERIES.c.mode).where(
-            SERIES.c.machine_id == machine_id
-        )
-        for sid, case_pk, place, mode in conn.execute(query):
-            self._series_ids[(case_pk, machine_id, place, mode)] = sid
+        query = sa.select(
+            SERIES.c.id, SERIES.c.case_pk, SERIES.c.place, SERIES.c.mode, SERIES.c.metric
+        ).where(SERIES.c.machine_id == machine_id)
+        for sid, case_pk, place, mode, metric in conn.execute(query):
+            self._series_ids[(case_pk, machine_id, place, mode, metric)] = sid
         self._preloaded.add(machine_id)
 
     def _machine_id(self, conn: Connection, fp: str, info: dict[str, Any]) -> int:
@@ -437,9 +443,9 @@ class Store:
         return self._case_pks[key]
 
     def _series_id(self, conn: Connection, case_pk: int, machine_id: int, data: dict[str, Any]) -> int:
-        key = (case_pk, machine_id, data["place"], data["mode"])
+        key = (case_pk, machine_id, data["place"], data["mode"], data.get("metric") or "time")
         if key not in self._series_ids:
-            values = dict(zip(("case_pk", "machine_id", "place", "mode"), key, strict=False))
+            values = dict(zip(("case_pk", "machine_id", "place", "mode", "metric"), key, strict=True))
             self._series_ids[key] = _get_or_create(conn, SERIES, values, tuple(values))
         return self._series_ids[key]
 
@@ -564,6 +570,7 @@ class Store:
                 CASE.c.config_hash,
                 SERIES.c.place,
                 SERIES.c.mode,
+                SERIES.c.metric,
             )
             .join(SERIES, SERIES.c.id == RESULT.c.series_id)
             .join(CASE, CASE.c.id == SERIES.c.case_pk)
@@ -623,7 +630,8 @@ class Store:
             found = fetch(conn, run_id, targets[0].run_time, last, statuses)
             _fill_commits(conn, found.values())
         return {
-            (t.case_id, t.config_hash, t.place, t.mode): found.get(t.series_id, Baseline()) for t in targets
+            (t.case_id, t.config_hash, t.place, t.mode, t.metric): found.get(t.series_id, Baseline())
+            for t in targets
         }
 
 
@@ -796,6 +804,7 @@ def case_result_dict(
         "kind": row["kind"],
         "place": row["place"],
         "mode": row["mode"],
+        "metric": row["metric"],
         "config": row["config"],
         "config_hash": row["config_hash"],
         "tags": row["tags"] or [],
@@ -875,6 +884,7 @@ def _history_query(cases: list[int], place: str | None, last: int | None, with_s
         CASE.c.config_hash,
         SERIES.c.place,
         SERIES.c.mode,
+        SERIES.c.metric,
         SERIES.c.id.label("series_id"),
         MACHINE.c.fingerprint.label("machine"),
         RUN.c.git_commit,
@@ -910,10 +920,22 @@ def _history_query(cases: list[int], place: str | None, last: int | None, with_s
         sub = query.subquery()
         query = sa.select(sub).where(sub.c.rn <= last)
         return query.order_by(
-            sub.c.case_id, sub.c.place, sub.c.mode, sub.c.machine, sub.c.started_at, sub.c.result_id
+            sub.c.case_id,
+            sub.c.place,
+            sub.c.mode,
+            sub.c.metric,
+            sub.c.machine,
+            sub.c.started_at,
+            sub.c.result_id,
         )
     return query.order_by(
-        CASE.c.case_id, SERIES.c.place, SERIES.c.mode, MACHINE.c.fingerprint, RESULT.c.run_time, RESULT.c.id
+        CASE.c.case_id,
+        SERIES.c.place,
+        SERIES.c.mode,
+        SERIES.c.metric,
+        MACHINE.c.fingerprint,
+        RESULT.c.run_time,
+        RESULT.c.id,
     )
 
 
@@ -927,6 +949,7 @@ def _targets_query(run_id: int):
             CASE.c.config_hash,
             SERIES.c.place,
             SERIES.c.mode,
+            SERIES.c.metric,
         )
         .distinct()
         .join(SERIES, SERIES.c.id == RESULT.c.series_id)

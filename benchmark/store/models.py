@@ -7,7 +7,8 @@
 - run: one invocation of the suite: times, status, code (git), framework build, speed environment.
 - case: a case id with one fully expanded config; a changed config (new `config_hash`) is a new row,
   hence a new series.
-- series: one case at one place and mode on one machine fingerprint: the unit of comparison.
+- series: one case at one place and mode, one metric (time or instructions), on one machine
+  fingerprint: the unit of comparison.
 - result: one case measured in one run. Summary statistics are columns; raw samples are float64
   little-endian bytes (`encode_samples`). `run_time` copies the run's start (epoch seconds) so that
   "the last N results of a series before time T" is one index range scan.
@@ -192,13 +193,16 @@ class Case(Base):
 
 class Series(Base):
     __tablename__ = "series"
-    __table_args__ = (sa.UniqueConstraint("case_pk", "machine_id", "place", "mode"),)
+    __table_args__ = (sa.UniqueConstraint("case_pk", "machine_id", "place", "mode", "metric"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     case_pk: Mapped[int] = mapped_column(sa.ForeignKey("case.id"))
     machine_id: Mapped[int] = mapped_column(sa.ForeignKey("machine.id"), index=True)
     place: Mapped[str] = mapped_column(sa.String(64))
     mode: Mapped[str] = mapped_column(sa.String(64))
+    # What the series' samples measure (revision 0004): "time" (seconds per iteration) or
+    # "instructions" (callgrind instruction counts per iteration).
+    metric: Mapped[str] = mapped_column(sa.String(32), server_default="time")
 
 
 class Result(Base):
