@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmark.analysis.compare import compare
+from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.gates import Gates, GateSettings
@@ -72,8 +73,13 @@ class Decision:
         return self.verdict in FAILING
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.case_id, self.place, self.mode)
+    def series_metric(self) -> str:
+        """What the judged series measures: "time" (gated as time or throughput) or "instructions"."""
+        return "instructions" if self.metric == "instructions" else "time"
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.case_id, self.place, self.mode, self.series_metric)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "failing": self.failing}
@@ -172,13 +178,56 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
     return decision
 
 
+def _instructions_history(
+    decision: Decision, base, new: np.ndarray, result: Mapping, s: GateSettings
+) -> Decision:
+    """Instruction counts: the level rule on per-run values (benchmark/analysis/deterministic.py)
+    decides on the first run after a change, whatever the length of the history."""
+    runs, values = [], []
+    for run, raw in zip(base.run_ids, base.samples, strict=True) if base is not None else ():
+        x = metric_samples(raw, s.metric, None) if raw is not None else np.empty(0)
+        if x.size:
+            runs.append(run)
+            values.append(float(np.median(x)))
+    if not runs:
+        decision.verdict, decision.reason = "new", "no earlier ok result of this series on this machine"
+        return decision
+    decision.baseline_run_id = runs[-1]
+    return _level(decision, runs[-s.history_runs :], values[-s.history_runs :], new, s, result)
+
+
+def _level(
+    decision: Decision, runs: list, values: list[float], new: np.ndarray, s: GateSettings, result
+) -> Decision:
+    c = check_deterministic(
+        [*values, float(np.median(new))], min_effect=s.min_effect, noise_floor=s.noise_floor
+    )
+    decision.effect = c.effect
+    decision.ci_low, decision.ci_high = c.effect - c.noise, c.effect + c.noise
+    decision.baseline_value = c.reference
+    first = runs[c.level_start] if c.level_start < len(runs) else result.get("run_id")
+    decision.baseline = f"instruction-count level: {c.level_runs} run(s) from run {first}"
+    decision.evidence = (
+        f"instructions per iteration {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
+        f"noise {c.noise:.2%}, floor {s.noise_floor:.2%})"
+    )
+    decision.verdict = c.verdict
+    if c.verdict in ("regression", "improvement"):
+        decision.change_run_id = result.get("run_id")
+        decision.reason = "instructions per iteration changed at this run"
+    elif c.reverted:
+        decision.reason = "back at the level before a recent change (that change is treated as an outlier)"
+    return decision
+
+
 # ---------------------------------------------------------------------------------------- the run
 
 
 def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSettings]:
-    s = gates.for_case(result["case_id"], result.get("name"), result["place"])
+    series_metric = result.get("metric") or "time"
+    s = gates.for_case(result["case_id"], result.get("name"), result["place"], series_metric)
     metric = "time" if s.metric == "memory" else s.metric
-    s = GateSettings(metric, s.min_effect, s.alpha, s.history_runs)
+    s = GateSettings(metric, s.min_effect, s.alpha, s.history_runs, s.noise_floor)
     d = Decision(
         case_id=result["case_id"],
         name=result.get("name") or result["case_id"],
@@ -217,6 +266,10 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
                 b = base_results.get(_key(result))
                 if b is None:
                     d.verdict, d.reason = "new", f"run {baseline} has no ok result of this series"
+                elif s.metric == "instructions":
+                    d.baseline_run_id = baseline
+                    base_value = float(np.median(metric_samples(b["samples"], s.metric, None)))
+                    _level(d, [baseline], [base_value], new, s, result)
                 else:
                     d.baseline_run_id = baseline
                     _ab(
@@ -227,7 +280,11 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
                         f"run {baseline}",
                     )
             else:
-                _history(d, bases.get(_key(result)), new, result, s)
+                base = bases.get(_key(result))
+                if s.metric == "instructions":
+                    _instructions_history(d, base, new, result, s)
+                else:
+                    _history(d, base, new, result, s)
         decisions.append(d)
     _control_fdr(decisions, gates.spec.defaults.alpha)
     return decisions

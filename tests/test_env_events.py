@@ -165,3 +165,38 @@ def test_an_old_history_merges_machines_that_differ_only_by_volatile_fields(sqli
         fps = dict(conn.execute(sa.text("SELECT id, fingerprint FROM machine")).all())
     engine.dispose()
     assert fps[other] == "set-by-hand" and len(fps) == 2  # a hand-set key is left alone
+
+
+def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sqlite_url, make_result):
+    """A series whose level moves by 6% at the run where the driver was upgraded, the run before
+    it a little slow: the alert's change is placed at the upgrade and attributed to it; the trend
+    plot draws the event and the dashboard's change table lists it."""
+    import numpy as np
+
+    from benchmark.report.compare_runs import analyse, load_series
+    from benchmark.report.html import Entry, _change_table
+    from benchmark.report.plots import trend_plot
+
+    rng = np.random.default_rng(3)
+    levels = np.exp(rng.normal(0, 0.01, 40)) * 1e-3
+    levels[30:] *= 1.06
+    levels[29] *= 1.02
+    with open_store(sqlite_url, create=True) as store:
+        for i, v in enumerate(levels):
+            box = GPU_BOX if i < 30 else UPGRADED
+            run_id = store.begin_run(
+                {**box, "fingerprint": fingerprint(box)}, {"started_at": 1.7e9 + 86400 * i}
+            )
+            store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
+            store.finish_run(run_id)
+        (series,) = load_series(store, ["op.add"])
+    label = "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, Python 3.11.4 -> 3.11.7"
+    assert series.events == {30: label}
+    analysis = analyse(series, min_effect=0.03)
+    (alert,) = [a for a in analysis.alerts if a.index >= 29]
+    assert alert.change_index == 30 and alert.event == label
+    fig = trend_plot(series, analysis)
+    gids = {a.get_gid() for ax in fig.axes for a in [*ax.lines, *ax.texts]}
+    assert {"environment-event", "environment-event-label"} <= gids
+    html = _change_table(Entry(series=series, analysis=analysis, slug="x"))
+    assert "environment change" in html and "after driver 550.54.15 -&gt; 560.28.03" in html

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import Alert, ChangePoint, segment, simulate_online
 from benchmark.gate import Decision, GateInputError, evaluate
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
@@ -278,6 +279,8 @@ def _series_from_rows(rows: list[Mapping[str, Any]]) -> SeriesData:
     )
     if ok and "samples" in ok[0]:
         s.samples = [_finite(r["samples"]) for r in ok]
+    # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
+    s.events = environment_events([r.get("machine_env") for r in ok])
     s.others = [
         {
             "run_id": r["run_id"],
@@ -354,8 +357,9 @@ def analyse(
     change = float(values[-1] / values[-2] - 1) if n >= 2 and values[-2] > 0 else math.nan
     usable = n >= 4 and bool(np.all(np.isfinite(values)))
     samples = _floor_samples(series)
-    cps = segment(values, min_effect=min_effect, samples=samples) if usable else []
-    alerts = simulate_online(values, min_effect=min_effect, samples=samples) if usable else []
+    events = getattr(series, "events", None)
+    cps = segment(values, min_effect=min_effect, samples=samples, events=events) if usable else []
+    alerts = simulate_online(values, min_effect=min_effect, samples=samples, events=events) if usable else []
     status, alert = _status(series, alerts, recent)
     return SeriesAnalysis(
         change_points=cps, alerts=alerts, status=status, change_vs_previous=change, alert=alert

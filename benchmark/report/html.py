@@ -455,8 +455,8 @@ def _history_rows(entry: Entry) -> str:
 
 def _change_table(entry: Entry) -> str:
     s, a, u = entry.series, entry.analysis, entry.units
-    if not a.change_points and not a.alerts:
-        return "<p>No change point and no gate alert in this history.</p>"
+    if not a.change_points and not a.alerts and not getattr(s, "events", None):
+        return "<p>No change point, gate alert or environment change in this history.</p>"
     out = ["<table><thead><tr><th>Kind</th><th>First run of the new level</th><th>Date</th><th>Commit</th>"
            '<th>Direction</th><th class="num">Change</th><th class="num">Level before → after</th>'
            '<th class="num">p-value</th><th>Raised at</th></tr></thead><tbody>']  # fmt: skip
@@ -471,6 +471,8 @@ def _change_table(entry: Entry) -> str:
     for al in a.alerts:
         i = al.change_index
         raised = f"run {s.run_ids[al.index]} ({al.runs}-run window, {al.kind})"
+        if al.event:
+            raised += f"; after {al.event}"
         if al.reverted_at is not None:
             raised += f"; reverted at run {s.run_ids[al.reverted_at]}"
         out.append(
@@ -478,6 +480,11 @@ def _change_table(entry: Entry) -> str:
             f"<td>{e(short_commit(s.commits[i]))}</td><td>{e(al.direction)}</td>"
             f'<td class="num">{al.magnitude:+.1%}</td><td class="num">{e(u.val(al.baseline))} → '
             f'{e(u.val(al.level))}</td><td class="num">{fmt_p(al.p_value)}</td><td>{e(raised)}</td></tr>'
+        )
+    for i, what in sorted((getattr(s, "events", None) or {}).items()):
+        out.append(
+            f"<tr><td>environment change</td><td>{s.run_ids[i]}</td><td>{e(fmt_date(s.times[i]))}</td>"
+            f'<td>{e(short_commit(s.commits[i]))}</td><td colspan="4">{e(what)}</td><td>recorded with the runs</td></tr>'
         )
     out.append("</tbody></table>")
     return "".join(out)

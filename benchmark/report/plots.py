@@ -280,6 +280,24 @@ def _draw_change_points(ax, analysis: SeriesAnalysis, n: int, start: int = 0) ->
         text.set_gid("change-point-label")
 
 
+def _draw_events(ax, series: SeriesData, start: int = 0) -> None:
+    """Environment changes (driver, kernel, Python upgrades between two runs): a grey dotted line
+    before the first run under the new environment, labelled with what changed."""
+    events = getattr(series, "events", None) or {}
+    labelled = False
+    for i, what in sorted(events.items()):
+        if i <= start:
+            continue
+        line = ax.axvline(i - 0.5, color="0.45", ls=":", lw=1.2, zorder=3,
+                          label=None if labelled else "environment change")  # fmt: skip
+        line.set_gid("environment-event")
+        labelled = True
+        text = ax.annotate(_short(what, 40), xy=(i - 0.5, 0.0), xycoords=("data", "axes fraction"),
+                           xytext=(2, 3), textcoords="offset points", rotation=90, ha="left", va="bottom",
+                           fontsize=6.5, color="0.35")  # fmt: skip
+        text.set_gid("environment-event-label")
+
+
 def _draw_alerts(ax, med: np.ndarray, analysis: SeriesAnalysis, start: int = 0) -> None:
     """Diamonds on the runs where the online gate fired: filled, or hollow when it reverted."""
     alerts = [a for a in analysis.alerts if a.index >= start]
@@ -364,6 +382,7 @@ def _draw_panel(ax, series: SeriesData, analysis: SeriesAnalysis, values, start:
     if analysis.change_points:
         _draw_levels(ax, med, analysis, start)
     _draw_change_points(ax, analysis, n, start)
+    _draw_events(ax, series, start)
     _draw_alerts(ax, med, analysis, start)
     hidden = _y_limits(ax, med[start:], lo[start:], hi[start:], points[start:])
     _set_x_axis(ax, series, max_ticks, start, xlabel)

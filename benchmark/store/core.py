@@ -889,6 +889,7 @@ def _history_query(cases: list[int], place: str | None, last: int | None, with_s
         MACHINE.c.fingerprint.label("machine"),
         RUN.c.git_commit,
         RUN.c.git_branch,
+        RUN.c.extra["machine_env"].label("machine_env"),  # drivers, kernel, Python of the run
         RESULT.c.status,
         RESULT.c.message,
         RESULT.c.unit,
