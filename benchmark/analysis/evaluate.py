@@ -803,6 +803,9 @@ class RealHistory:
 
 REAL = [
     RealHistory("local_abs_smoke_cpu.csv", False, "abs_smoke on this machine's CPU, s/iter (recorded here)"),
+    RealHistory(
+        "local_abs_smoke_cpu_static.csv", False, "abs_smoke, static mode, this machine's CPU, s/iter"
+    ),
     RealHistory("rust_bench_fib_20.csv", False, "github-action-benchmark CI: Rust bench_fib_20, ns/iter"),
     RealHistory("go_benchmark_fib20.csv", False, "github-action-benchmark CI: Go BenchmarkFib20, ns/op"),
     RealHistory("cpp_benchmark_fib_20.csv", False, "github-action-benchmark CI: C++ fib_20, ns/iter"),
