@@ -5,6 +5,9 @@
       min_effect: 0.05      # smallest relative change that fails a run
       alpha: 0.01           # significance of A/B tests; false discovery rate across a run
       history_runs: 100     # runs of a series the history gate looks at
+    instructions:           # instruction-count series (pytest benchmark/ --bench-instructions)
+      min_effect: 0.01      # 1%: the counts repeat to ~0.01% between runs
+      noise_floor: 0.001    # the noise assumed at least, relative
     overrides:              # first match wins, on top of the defaults
       - match: "lstm-*"     # glob on the case id (or its name)
         place: "gpu*"       # optional glob on the place
@@ -25,7 +28,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-METRICS = {"time": False, "throughput": True, "memory": False}  # metric -> higher is better
+METRICS = {"time": False, "throughput": True, "memory": False, "instructions": False}  # higher is better?
 
 
 class GateError(Exception):
@@ -46,12 +49,23 @@ class GateDefaults(_Strict):
 class GateOverride(_Strict):
     match: str
     place: str | None = None
-    metric: Literal["time", "throughput", "memory"] | None = None
+    # "instructions": the override sets the minimum effect of the case's instruction-count series
+    # (pytest --bench-instructions) and leaves its time series alone.
+    metric: Literal["time", "throughput", "memory", "instructions"] | None = None
     min_effect: float | None = Field(None, ge=0, lt=10)
+
+
+class InstructionGate(_Strict):
+    """Instruction counts (callgrind, per iteration): nearly deterministic, so a small minimum effect
+    and a noise floor instead of a noise estimate (benchmark/analysis/deterministic.py)."""
+
+    min_effect: float = Field(0.01, ge=0, lt=10)
+    noise_floor: float = Field(0.001, ge=0, lt=1)
 
 
 class GatesFile(_Strict):
     defaults: GateDefaults = Field(default_factory=GateDefaults)
+    instructions: InstructionGate = Field(default_factory=InstructionGate)
     overrides: list[GateOverride] = Field(default_factory=list)
 
 
@@ -63,6 +77,7 @@ class GateSettings:
     min_effect: float
     alpha: float
     history_runs: int
+    noise_floor: float = 0.0  # relative; the instructions metric's floor under its noise
 
     @property
     def higher_is_better(self) -> bool:
@@ -74,10 +89,20 @@ class Gates:
     spec: GatesFile
     source: str
 
-    def for_case(self, case_id: str, name: str | None = None, place: str | None = None) -> GateSettings:
+    def for_case(
+        self, case_id: str, name: str | None = None, place: str | None = None, series_metric: str = "time"
+    ) -> GateSettings:
+        """The settings of a case's series: its time series (`series_metric` "time": the metric is
+        time or throughput, per the defaults and overrides) or its instruction-count series
+        ("instructions": the `instructions` section and the overrides that say `metric: instructions`)."""
         d = self.spec.defaults
-        metric, min_effect = d.metric, d.min_effect
+        instructions = series_metric == "instructions"
+        metric, min_effect = (
+            ("instructions", self.spec.instructions.min_effect) if instructions else (d.metric, d.min_effect)
+        )
         for o in self.spec.overrides:
+            if (o.metric == "instructions") != instructions:
+                continue
             hit = fnmatch.fnmatchcase(case_id, o.match) or (
                 name is not None and fnmatch.fnmatchcase(name, o.match)
             )
@@ -85,7 +110,13 @@ class Gates:
                 metric = o.metric or metric
                 min_effect = o.min_effect if o.min_effect is not None else min_effect
                 break
-        return GateSettings(metric=metric, min_effect=min_effect, alpha=d.alpha, history_runs=d.history_runs)
+        return GateSettings(
+            metric=metric,
+            min_effect=min_effect,
+            alpha=d.alpha,
+            history_runs=d.history_runs,
+            noise_floor=self.spec.instructions.noise_floor if instructions else 0.0,
+        )
 
 
 def with_min_effect(gates: Gates, min_effect: float | None) -> Gates:

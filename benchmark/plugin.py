@@ -168,6 +168,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="refuse cases whose inputs need more memory than this (checked before allocating)",
     )
     g.addoption(
+        "--bench-instructions",
+        action="store_true",
+        default=False,
+        help="also count instructions per iteration of every CPU case under valgrind's callgrind, in one "
+        "worker process (a deterministic metric, its own series, gated at 1%% by default); without "
+        "valgrind the suite says so in one line and measures time only",
+    )
+    g.addoption(
         "--bench-require-place",
         default=None,
         metavar="PLACES",
@@ -204,6 +212,7 @@ class BenchSession:
         self.store = None
         self.run_id: int | None = None
         self.decisions: dict | None = None
+        self.instructions = None  # benchmark.instructions.InstructionPass with --bench-instructions
         self.run_info: dict[str, Any] = {}
         self.machine: dict[str, Any] = {}
         self.cases = self._load_cases()
@@ -275,15 +284,59 @@ class BenchSession:
         except StoreError as e:
             raise pytest.UsageError(f"history store: {e}") from None
 
-    def gate_decision(self, case: Case):
-        """The gate's decision for `case` in this run (all cases are judged together, once)."""
+    def gate_decision(self, case: Case, metric: str = "time"):
+        """The gate's decision for `case` (its time series, or its "instructions" series) in this run
+        (all cases are judged together, once)."""
         if self.decisions is None:
             from benchmark.gate import evaluate
             from benchmark.gates import DEFAULT_GATES_PATH, load_gates
 
             gates = load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
             self.decisions = {d.key: d for d in evaluate(self.store, self.run_id, gates)}
-        return self.decisions.get((case.case_id, case.place, case.mode))
+        return self.decisions.get((case.case_id, case.place, case.mode, metric))
+
+    def start_instructions(self, config: pytest.Config) -> None:
+        """--bench-instructions: find valgrind and build the callgrind hook, or say in one line why
+        instruction counts are not measured (the suite goes on with time only)."""
+        if not config.getoption("bench_instructions"):
+            return
+        from benchmark import instructions
+
+        if not any(instructions.eligible(c) for c in self.cases):
+            return
+        try:
+            tooling = instructions.find_tooling()
+        except instructions.InstructionsUnavailable as e:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            (reporter.write_line if reporter is not None else print)(f"benchmark: {e}")
+            self.run_info["instructions"] = {"measured": False, "reason": str(e)}
+            return
+        self.instructions = instructions.InstructionPass(
+            tooling, allocator_control=not config.getoption("bench_no_malloc_control")
+        )
+        self.run_info["instructions"] = {"measured": True, "valgrind": tooling.version}
+
+    def counts_instructions(self, case: Case) -> bool:
+        from benchmark import instructions
+
+        return self.instructions is not None and instructions.eligible(case)
+
+    def record_instructions(self, case: Case, timed: CaseResult) -> None:
+        """After the case's timing (never during it): its instruction count, as a result of its own."""
+        if not self.counts_instructions(case):
+            return
+        from benchmark import instructions
+
+        if timed.status in ("ok", "failed"):
+            result = self.instructions.measure(case)
+        else:
+            result = instructions.instruction_result_base(case)
+            result.status = "skipped"
+            result.message = f"not counted: the case was {timed.status} when timed"
+            result.finished_at = time.time()
+        self.record(result)
+        if result.status == "error":  # the time result is recorded; the item fails with the reason
+            pytest.fail(f"{case.id}: instruction count: {result.message}", pytrace=False)
 
     def check_telemetry(self, config: pytest.Config) -> None:
         """Say once, in one line, when CUDA cases will run without GPU telemetry."""
@@ -324,6 +377,8 @@ class BenchSession:
         self.json_written = time.time()
 
     def finish(self, exitstatus: int) -> None:
+        if self.instructions is not None:
+            self.instructions.close()
         status = "complete" if exitstatus in (0, 1) else ("interrupted" if exitstatus == 2 else "failed")
         self.write_json(status)
         if self.store is not None and self.run_id is not None:
@@ -376,6 +431,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if bench is not None and not session.config.getoption("collectonly"):
         bench.open_history()
         bench.check_telemetry(session.config)
+        bench.start_instructions(session.config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -445,6 +501,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     skipped: dict[str, int] = {}
     for r in bench.results:
         s = r.stats or {}
+        if r.metric != "time":
+            continue  # instruction counts: their own section below
         if r.status == "skipped":
             skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
             continue
@@ -469,6 +527,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             )
     for reason, count in skipped.items():
         tr.write_line(f"skipped {count} case(s): {reason}")
+    counted = [r for r in bench.results if r.metric == "instructions" and r.status != "skipped"]
+    if counted:
+        tr.section("benchmark summary (instructions per iteration, callgrind)")
+        tr.write_line(f"{'case':<58} {'place':<6} {'mode':<9} {'instructions':>14} {'spread':>8} {'n':>3}")
+        for r in counted:
+            if r.status != "ok":
+                tr.write_line(
+                    f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}"
+                )
+                continue
+            from benchmark.instructions import spread
+
+            tr.write_line(
+                f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.stats.get('median', 0):>14,.0f} "
+                f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
+            )
     where = [str(bench.json_path)]
     if bench.store is not None:
         where.append(f"history run {bench.run_id} ({bench.store.display_url})")
@@ -550,12 +624,14 @@ def torch_comparison(case: Case, settings, paddle_median: float | None) -> dict:
 def run_gate(case: Case, bench: BenchSession) -> None:
     """The body of a gate item: fail it when the case regressed (or errored), with the reason."""
     d = bench.gate_decision(case)
-    if d is None or d.verdict == "skipped":
-        pytest.skip("no result of this case in this run")
-    if d.failing:
+    counted = bench.gate_decision(case, "instructions")  # None without --bench-instructions
+    failing = [x for x in (d, counted) if x is not None and x.failing]
+    if failing:
         from benchmark.commands.gate import format_decision
 
-        pytest.fail(format_decision(d), pytrace=False)
+        pytest.fail("\n".join(format_decision(x) for x in failing), pytrace=False)
+    if d is None or d.verdict == "skipped":
+        pytest.skip("no result of this case in this run")
 
 
 def start_telemetry(place: str, interval: float):
@@ -587,6 +663,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         result.status, result.message = "skipped", reason
         result.finished_at = time.time()
         bench.record(result)
+        bench.record_instructions(case, result)
         pytest.skip(reason)
     settings = bench.settings.override(case.measure)
     prepared = None
@@ -617,6 +694,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
             prepared.close()
         result.finished_at = time.time()
     bench.record(result)
+    bench.record_instructions(case, result)
     if result.status == "skipped":
         pytest.skip(result.message)
     if result.status in ("error", "failed"):

@@ -87,6 +87,8 @@ class Row:
     """The online detector's verdict on the newest run (regression/improvement), if it fired."""
     history_magnitude: float = math.nan
     history_change_run_id: int | None = None
+    metric: str = "time"
+    """What the row's series measures: time (or throughput) or instructions (--bench-instructions)."""
 
     @property
     def regressed(self) -> bool:
@@ -98,7 +100,8 @@ class Row:
 
     @property
     def label(self) -> str:
-        return f"{self.case_id} [{self.place}, {self.mode}]"
+        metric = ", instructions" if self.metric == "instructions" else ""
+        return f"{self.case_id} [{self.place}, {self.mode}{metric}]"
 
 
 def _finite(values: Sequence[float] | None) -> np.ndarray:
@@ -140,6 +143,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         history=d.verdict if alerted else None,
         history_magnitude=d.effect if alerted else math.nan,
         history_change_run_id=d.change_run_id if alerted else None,
+        metric=d.series_metric,
     )
 
 
@@ -219,10 +223,13 @@ class SeriesData:
     throughput_unit: str | None = None
     others: list[dict[str, Any]] = field(default_factory=list)
     """Results without a number: run_id, time, commit, status, message."""
+    metric: str = "time"
+    """time (seconds per iteration) or instructions (per iteration, --bench-instructions)."""
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        return (self.case_id, self.config_hash, self.place, self.mode, self.machine)
+    def key(self) -> tuple[str, ...]:
+        key = (self.case_id, self.config_hash, self.place, self.mode, self.machine)
+        return key if self.metric == "time" else (*key, self.metric)
 
     def __len__(self) -> int:
         return len(self.run_ids)
@@ -261,6 +268,7 @@ def _series_from_rows(rows: list[Mapping[str, Any]]) -> SeriesData:
         place=first["place"],
         mode=first["mode"],
         machine=first.get("machine") or "",
+        metric=first.get("metric") or "time",
         series_id=first.get("series_id") or 0,
         unit=(ok[-1]["unit"] if ok else first.get("unit")) or "s",
         run_ids=[r["run_id"] for r in ok],
@@ -299,7 +307,14 @@ def series_from_history(rows: Iterable[Mapping[str, Any]]) -> list[SeriesData]:
     """Group `Store.history` rows (ordered by series, then time) into series."""
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in rows:
-        key = (r["case_id"], r["config_hash"], r["place"], r["mode"], r.get("machine"))
+        key = (
+            r["case_id"],
+            r["config_hash"],
+            r["place"],
+            r["mode"],
+            r.get("machine"),
+            r.get("metric") or "time",
+        )
         groups.setdefault(key, []).append(r)
     return [_series_from_rows(g) for g in groups.values()]
 

@@ -358,7 +358,8 @@ def trend_plot(
         _draw_panel(zoom, series, analysis, values, n - ZOOM_RUNS, 2, xlabel=False)
         zoom.set_title(f"last {ZOOM_RUNS} runs", fontsize=9)
     ax.set_ylabel(values[4])
-    title = _title(series.case_id, series.place, series.mode)
+    metric = getattr(series, "metric", "time")
+    title = _title(series.case_id, series.place, series.mode, metric if metric != "time" else None)
     ax.set_title(f"{title}\n{_trend_note(series, analysis, n_points, hidden)}", fontsize=10)
     fig.legend(handles=ax.get_legend_handles_labels()[0], loc="lower center", bbox_to_anchor=(0.5, 0.005), fontsize=8,
                ncols=6, frameon=False)  # fmt: skip

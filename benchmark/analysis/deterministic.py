@@ -1,0 +1,100 @@
+"""Gating a nearly deterministic metric (instruction counts): one value per run, oldest first.
+
+Instruction counts of a case repeat to a few parts in ten thousand between processes (see
+scripts/instructions_spread.py), so the between-run noise that the time detector has to estimate
+(:mod:`benchmark.analysis.history`) is, here, below the smallest change worth reporting. The rule is
+therefore an effect-size rule on a noise floor, and it decides on the first run after a change:
+
+* **Level.** The runs since the last accepted change form the current level; its reference value is
+  the median of the level's first ``anchor_runs`` runs, so a slow drift accumulates against a fixed
+  anchor instead of dragging a moving baseline along.
+* **Noise.** The relative spread of the level (largest deviation of its runs from the reference),
+  never below ``noise_floor`` (the metric's known floor: 0.1% by default).
+* **Change.** The newest run differs from the reference by at least ``min_effect`` and by more than
+  ``noise_sigmas`` times the noise: a regression (or improvement) on this very run. The new value
+  starts a new level, which is the baseline from the next run on (as if the change was accepted).
+* **Reverts.** A run within ``revert_window`` runs of a change that is back at the previous level
+  (within half the minimum effect) cancels that change: the changed runs are treated as outliers.
+
+There is no p-value: the decision is not a test against estimated noise, so these decisions stay out
+of the false-discovery-rate adjustment of the time metric.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_NOISE_FLOOR = 0.001
+ANCHOR_RUNS = 5
+NOISE_SIGMAS = 3.0
+REVERT_WINDOW = 5
+
+
+@dataclass(frozen=True)
+class LevelCheck:
+    """The verdict on the newest value of a series."""
+
+    verdict: str  # regression, improvement, pass
+    effect: float  # newest / reference - 1
+    reference: float  # the level's reference value (what the newest run is compared with)
+    noise: float  # relative noise of the level used for the decision
+    level_runs: int  # runs of the level the newest run was compared with
+    level_start: int  # index of the first run of that level
+    reverted: bool = False  # the newest run cancelled a recent change
+
+
+def _reference(values: np.ndarray, members: list[int], anchor_runs: int) -> float:
+    return float(np.median(values[members[:anchor_runs]]))
+
+
+def _noise(values: np.ndarray, members: list[int], reference: float, floor: float) -> float:
+    if reference == 0:
+        return math.inf
+    spread = float(np.max(np.abs(values[members] / reference - 1.0))) if members else 0.0
+    return max(floor, spread)
+
+
+def check_deterministic(
+    values: Sequence[float],
+    *,
+    min_effect: float,
+    noise_floor: float = DEFAULT_NOISE_FLOOR,
+    higher_is_better: bool = False,
+    anchor_runs: int = ANCHOR_RUNS,
+    noise_sigmas: float = NOISE_SIGMAS,
+    revert_window: int = REVERT_WINDOW,
+) -> LevelCheck:
+    """Replay the level rule over `values` (at least two, all finite and positive) and judge the
+    newest value. Only the runs up to each one are used at each step, so the verdict on a run does
+    not change when later runs arrive."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        raise ValueError("the level rule needs an earlier value and the newest one")
+    current: list[int] = [0]
+    previous: list[int] | None = None
+    check = None
+    for i in range(1, x.size):
+        ref = _reference(x, current, anchor_runs)
+        noise = _noise(x, current, ref, noise_floor)
+        effect = float(x[i] / ref - 1.0) if ref else math.inf
+        changed = abs(effect) >= min_effect and abs(effect) > noise_sigmas * noise
+        reverted = False
+        if changed and previous is not None and i - current[0] <= revert_window:
+            old = _reference(x, previous, anchor_runs)
+            if old and abs(x[i] / old - 1.0) < min_effect / 2:
+                current, previous, changed, reverted = [*previous, i], None, False, True
+        if changed:
+            worse = effect < 0 if higher_is_better else effect > 0
+            verdict = "regression" if worse else "improvement"
+            check = LevelCheck(verdict, effect, ref, noise, len(current), current[0])
+            previous, current = current, [i]
+        else:
+            check = LevelCheck("pass", effect, ref, noise, len(current), current[0], reverted)
+            if not reverted:
+                current.append(i)
+    assert check is not None
+    return check

@@ -1,0 +1,326 @@
+"""Instruction counts: a deterministic metric for CPU cases (`pytest benchmark/ --bench-instructions`).
+
+The parent process stays native. CPU cases are sent, one after another in the suite's order, to one
+worker process (`benchmark.runners.worker`) that runs under
+
+    valgrind --tool=callgrind --instr-atstart=no
+
+so the worker pays the framework import under valgrind once (about 30-40 s for paddle) and runs at
+near-native-under-valgrind speed until it switches instrumentation on. For each case the worker
+prepares the case (`benchmark.runners.prepare`), warms it up uninstrumented, then switches
+instrumentation on and measures with callgrind's client requests (`valgrind/callgrind.h`, compiled
+here into a tiny shared library, `HOOK_SOURCE`):
+
+1. one instrumented iteration (discarded: it calibrates the chunk size and absorbs the first
+   instrumented call's extra work),
+2. an empty chunk (zero the counters, dump): the fixed cost of the measuring code itself,
+3. `REPEATS` chunks of `n` iterations (zero, loop, dump), `n` a power of two chosen from the
+   count of step 1 so that a chunk is about `CHUNK_INSTRUCTIONS`;
+
+each dump's `summary:` line is the chunk's instruction count (event `Ir`); (chunk - empty) / n is
+one sample of instructions per iteration. Samples become a result of their own with
+`metric = "instructions"` (a series of its own in the history, gated at 1% by default, see
+configs/gates.yaml).
+
+Why compile the hook instead of pytest-codspeed's: the header ships with Debian's `valgrind` package
+and a C compiler is on every machine that builds paddle wheels; pytest-codspeed's hook module is
+tied to its own plugin's version and instrument API. Without valgrind (or the header, or `cc`) the
+suite says so in one line and measures time only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmark.results import CaseResult
+
+METRIC = "instructions"
+UNIT = "instructions"
+VALGRIND_PACKAGE = "valgrind"  # the Debian package: valgrind itself and valgrind/callgrind.h
+REPEATS = 3
+CHUNK_INSTRUCTIONS = 20_000_000
+MAX_CHUNK_ITERATIONS = 64
+WARMUP_ITERATIONS = 20  # at least; and at least WARMUP_S of (valgrind) time, at most MAX_WARMUP
+WARMUP_S = 1.0
+MAX_WARMUP = 200
+MAX_WARMUP_S = 10.0
+# The worker's environment: paddle's executor runs its ops on worker threads by default; under
+# valgrind (which serialises threads) that makes counts depend on scheduling. Serial run is set
+# unless the user set it.
+WORKER_ENV = {"FLAGS_new_executor_serial_run": "1"}
+# A worker that does not answer within this many seconds for one case is killed (the case errors).
+CASE_TIMEOUT_S = 900.0
+
+HOOK_SOURCE = r"""
+/* Callgrind client requests for the instruction-count worker (benchmark/instructions.py). */
+#include <valgrind/callgrind.h>
+int bench_running_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
+void bench_start_instrumentation(void) { CALLGRIND_START_INSTRUMENTATION; }
+void bench_stop_instrumentation(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+void bench_zero_stats(void) { CALLGRIND_ZERO_STATS; }
+void bench_dump_stats_at(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+
+VALGRIND_ARGS = (
+    "--tool=callgrind",
+    "--instr-atstart=no",  # no instrumentation (and no counting) until the worker asks for it
+)
+
+
+class InstructionsUnavailable(Exception):
+    """Instruction counts cannot be measured here; the message is the one line the user sees."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tooling:
+    valgrind: str
+    version: str
+    hook: str  # path of the compiled client-request library
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "paddle-benchmark"
+
+
+def build_hook(cc: str | None = None, cache_dir: Path | None = None) -> str:
+    """Compile HOOK_SOURCE into a shared library (cached by source and compiler); returns its path."""
+    cc = cc or os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise InstructionsUnavailable(
+            "instruction counts need a C compiler (cc) to build the callgrind hook: install Debian package "
+            "'gcc'; measuring time only"
+        )
+    digest = hashlib.sha1(f"{HOOK_SOURCE}\0{cc}".encode()).hexdigest()[:12]
+    for directory in (cache_dir or _cache_dir(), Path(tempfile.gettempdir()) / "paddle-benchmark"):
+        target = directory / f"callgrind-hook-{digest}.so"
+        if target.exists():
+            return str(target)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=directory) as tmp:
+                src = Path(tmp) / "hook.c"
+                src.write_text(HOOK_SOURCE, encoding="utf-8")
+                out = Path(tmp) / "hook.so"
+                proc = subprocess.run(
+                    [cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src)],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                if proc.returncode != 0:
+                    first = (proc.stderr.strip().splitlines() or ["(no output)"])[0]
+                    if "callgrind.h" in proc.stderr:
+                        raise InstructionsUnavailable(
+                            f"instruction counts need valgrind's header valgrind/callgrind.h: install Debian "
+                            f"package '{VALGRIND_PACKAGE}'; measuring time only"
+                        )
+                    raise InstructionsUnavailable(
+                        f"instruction counts: building the callgrind hook with {cc} failed ({first}); "
+                        "measuring time only"
+                    )
+                os.replace(out, target)  # atomic: concurrent suites never load a half-written file
+            return str(target)
+        except OSError:
+            continue
+    raise InstructionsUnavailable("instruction counts: no writable cache directory for the callgrind hook")
+
+
+def find_tooling() -> Tooling:
+    """valgrind, its version and the compiled hook, or InstructionsUnavailable with one line."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise InstructionsUnavailable(
+            f"instruction counts need valgrind, which is not on PATH: install Debian package "
+            f"'{VALGRIND_PACKAGE}' (apt-get install {VALGRIND_PACKAGE}); measuring time only"
+        )
+    try:
+        version = subprocess.run(
+            [valgrind, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        raise InstructionsUnavailable(
+            f"instruction counts: {valgrind} does not run ({e}); measuring time only"
+        ) from None
+    return Tooling(valgrind=valgrind, version=version, hook=build_hook())
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading callgrind's output (pure: used by the worker and the tests)
+# ------------------------------------------------------------------------------------------------
+
+_SUMMARY = re.compile(r"^summary:\s+(\d+)")
+_TRIGGER = re.compile(r"^desc: Trigger: Client Request: (.*)$")
+
+
+def read_dump(path: str | Path) -> tuple[str | None, int]:
+    """(label of the client request that dumped it, total instructions `Ir`) of one callgrind dump."""
+    label = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = _TRIGGER.match(line)
+            if m:
+                label = m.group(1).strip()
+                continue
+            m = _SUMMARY.match(line)
+            if m:
+                return label, int(m.group(1))
+    raise ValueError(f"{path}: no 'summary:' line (not a callgrind dump?)")
+
+
+def chunk_iterations(probe: int) -> int:
+    """Iterations per chunk for a step that counted `probe` instructions: a power of two (so that
+    tiny differences between runs rarely change it) making a chunk about CHUNK_INSTRUCTIONS."""
+    n = 1
+    while n * 2 <= MAX_CHUNK_ITERATIONS and n * 2 * max(probe, 1) <= CHUNK_INSTRUCTIONS:
+        n *= 2
+    return n
+
+
+def per_iteration(chunks: list[int], empty: int, n: int) -> list[float]:
+    """Instructions per iteration from chunk totals, net of the empty chunk's fixed cost."""
+    return [(c - empty) / n for c in chunks]
+
+
+# ------------------------------------------------------------------------------------------------
+# The parent side: one worker under callgrind for the suite's CPU cases
+# ------------------------------------------------------------------------------------------------
+
+
+def eligible(case) -> bool:
+    """Instruction counts are for CPU cases (a GPU case's kernels are not seen by valgrind)."""
+    return case.place == "cpu"
+
+
+class InstructionPass:
+    """Measures the instruction counts of CPU cases, lazily starting one worker under callgrind.
+
+    `measure(case)` returns a CaseResult with `metric="instructions"` (status ok, or error with the
+    reason). The worker serves the cases in the order they are asked for (the suite's order) and is
+    restarted after a crash or a timeout. `close()` ends it.
+    """
+
+    def __init__(
+        self, tooling: Tooling, *, allocator_control: bool = True, timeout_s: float = CASE_TIMEOUT_S
+    ):
+        self.tooling = tooling
+        self.allocator_control = allocator_control
+        self.timeout_s = timeout_s
+        self._worker = None
+        self._dumps: tempfile.TemporaryDirectory | None = None
+
+    def _start(self):
+        from benchmark.workers import Worker
+
+        self._dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
+        out = os.path.join(self._dumps.name, "callgrind.out.%p")
+        prefix = [self.tooling.valgrind, *VALGRIND_ARGS, f"--callgrind-out-file={out}", "--log-fd=2", "-q"]
+        env = {**WORKER_ENV, **os.environ}
+        return Worker(
+            prefix=prefix, args=["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out], env=env
+        )
+
+    def measure(self, case) -> CaseResult:
+        result = instruction_result_base(case)
+        if self._worker is None or not self._worker.alive():
+            self.close()
+            self._worker = self._start()
+        record = self._worker.request(
+            "instructions",
+            case,
+            {
+                "allocator_control": self.allocator_control,
+                "warmup": WARMUP_ITERATIONS,
+                "warmup_s": WARMUP_S,
+                "max_warmup": MAX_WARMUP,
+                "max_warmup_s": MAX_WARMUP_S,
+                "repeats": REPEATS,
+            },
+            timeout_s=self.timeout_s,
+        )
+        fill_result(result, record, self.tooling)
+        return result
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+        if self._dumps is not None:
+            self._dumps.cleanup()
+            self._dumps = None
+
+
+def instruction_result_base(case) -> CaseResult:
+    return CaseResult(
+        case_id=case.case_id,
+        name=case.name,
+        kind=case.kind,
+        place=case.place,
+        mode=case.mode,
+        config=case.config,
+        config_hash=case.config_hash,
+        tags=list(case.tags),
+        metric=METRIC,
+        unit=UNIT,
+        started_at=time.time(),
+    )
+
+
+def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | None = None) -> CaseResult:
+    """A worker's record -> the instructions result (samples are instructions per iteration)."""
+    from benchmark.analysis.summary import summarize
+
+    result.finished_at = time.time()
+    status = record.get("status", "error")
+    if status != "ok":
+        result.status = status if status in ("skipped", "error") else "error"
+        result.message = record.get("message") or "the instruction-count worker gave no reason"
+        if record.get("traceback"):
+            result.extra["traceback"] = record["traceback"]
+        return result
+    samples = [float(x) for x in record["samples"]]
+    result.status = "ok"
+    result.samples = samples
+    result.iterations = int(record["iterations"])
+    result.warmup_rounds = 1
+    result.stats = summarize(samples)
+    result.extra.update(
+        {
+            "tool": "callgrind",
+            "event": "Ir",
+            "valgrind": tooling.version if tooling else None,
+            "empty_chunk": record.get("empty"),
+            "probe": record.get("probe"),
+            "chunks": record.get("chunks"),
+            "warmup_iterations": record.get("warmup"),
+            "instrumented_s": record.get("instrumented_s"),
+            "case_s": record.get("case_s"),
+            "case_cpu_s": record.get("case_cpu_s"),
+            "worker_pid": record.get("pid"),
+        }
+    )
+    return result
+
+
+def spread(samples: list[float]) -> float:
+    """(max - min) / median of a list of counts: the spread figure of scripts/instructions_spread.py."""
+    xs = sorted(samples)
+    if not xs:
+        return float("nan")
+    med = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+    return (xs[-1] - xs[0]) / med if med else float("nan")
+
+
+def python_executable() -> str:
+    """The interpreter binary the worker runs (valgrind must see the binary, not a wrapper script)."""
+    return sys.executable

@@ -1,0 +1,96 @@
+"""Worker processes, worker side: `python -m benchmark.runners.worker --records-fd FD [...]`.
+
+Reads one JSON request per line from stdin (`{"task", "case", "params"}`, see benchmark/workers.py),
+prepares the case through `benchmark.runners.prepare` (so framework imports stay in this package),
+runs the task and writes one JSON record per request to the records pipe. The framework is
+imported once, before the `ready` line, so its cost is paid once for every case the worker serves.
+A case that raises yields an error record and the worker goes on with the next request; the worker
+exits when stdin closes.
+
+Tasks (`TASKS`): `instructions` (callgrind instruction counts, `instructions_worker`). Issue 11's
+timing trials can register a `time` task here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+TaskFn = Callable[[Any, dict[str, Any], argparse.Namespace], dict[str, Any]]
+
+
+def _instructions(case, params, options) -> dict[str, Any]:
+    from benchmark.runners.instructions_worker import measure_instructions
+
+    return measure_instructions(case, params, options)
+
+
+TASKS: dict[str, TaskFn] = {"instructions": _instructions}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmark.runners.worker",
+        description="Benchmark worker process: serves case requests from stdin, records on --records-fd.",
+    )
+    p.add_argument("--records-fd", type=int, required=True, help="file descriptor the records are written to")
+    p.add_argument("--callgrind-hook", default=None, help="shared library with callgrind client requests")
+    p.add_argument(
+        "--callgrind-dumps", default=None, help="callgrind's --callgrind-out-file pattern (with %%p)"
+    )
+    return p.parse_args(argv)
+
+
+def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]], None]) -> None:
+    from benchmark import measure, runners
+    from benchmark.config import Case
+
+    ok, reason = runners.framework_available()  # the framework import, once
+    emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason, "cpu_s": time.process_time()})
+    allocator_done = False
+    for line in requests:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        params = request.get("params") or {}
+        if not allocator_done:
+            measure.control_allocator(bool(params.get("allocator_control", True)))
+            allocator_done = True
+        case = Case(**request["case"])
+        try:
+            if not ok:
+                raise runners.RunnerUnavailable(reason)
+            record = TASKS[request["task"]](case, params, options)
+        except runners.RunnerUnavailable as e:
+            record = {"status": "skipped", "message": str(e)}
+        except Exception as e:  # noqa: BLE001 - a case's failure is its record, the worker goes on
+            record = {
+                "status": "error",
+                "message": f"{type(e).__name__}: {e}".splitlines()[0][:500],
+                "traceback": traceback.format_exc(limit=8),
+            }
+        record.setdefault("case_id", case.case_id)
+        record.setdefault("pid", os.getpid())
+        emit(record)
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    records = os.fdopen(options.records_fd, "w", encoding="utf-8", buffering=1)
+
+    def emit(record: dict[str, Any]) -> None:
+        records.write(json.dumps(record, default=str) + "\n")
+        records.flush()
+
+    serve(options, sys.stdin, emit)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Worker processes, parent side: spawn a worker, send it cases, collect one record per case.
+
+A worker is `python -m benchmark.runners.worker` (optionally behind a command prefix such as
+`valgrind --tool=callgrind ...`). The protocol is one JSON object per line:
+
+* parent -> worker, on the worker's stdin: `{"task": NAME, "case": {...Case fields...}, "params": {...}}`;
+* worker -> parent, on a dedicated pipe (the worker's stdout and stderr stay free for whatever the
+  framework prints): `{"status": "ok"|"error"|"skipped", ...task fields...}`, one per request, in
+  order; first a `{"ready": true, "pid": ...}` line once the worker has imported what it needs.
+
+A worker serves any number of requests in the order sent, so one framework import is paid for many
+cases; the parent stays native. A worker that dies or exceeds its timeout yields an error record
+for the case in progress and is gone (`alive()` is False; start another for the next case).
+Task implementations live in `benchmark.runners.worker.TASKS` (the framework side).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+READY_TIMEOUT_S = 600.0
+WORKER_MODULE = "benchmark.runners.worker"
+
+
+def case_to_dict(case) -> dict[str, Any]:
+    return dataclasses.asdict(case)
+
+
+class Worker:
+    """One worker process. `request(task, case, params)` blocks until its record arrives."""
+
+    def __init__(
+        self,
+        prefix: Sequence[str] = (),
+        args: Sequence[str] = (),
+        *,
+        env: dict[str, str] | None = None,
+        stderr=None,
+        entry: Sequence[str] = ("-m", WORKER_MODULE),
+    ):
+        """`entry`: what the interpreter runs (default `-m benchmark.runners.worker`; a script that
+        wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test)."""
+        read_fd, write_fd = os.pipe()
+        cmd = [*prefix, sys.executable, *entry, "--records-fd", str(write_fd), *args]
+        self.command = cmd
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=stderr,  # None: the parent's own stdout/stderr (what the framework prints)
+            stderr=stderr,
+            pass_fds=(write_fd,),
+            env=env,
+            text=True,
+        )
+        os.close(write_fd)
+        self._records = os.fdopen(read_fd, "r", encoding="utf-8")
+        self._buffer = ""
+        self.ready: dict[str, Any] | None = None
+        self.requests = 0
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _read_line(self, deadline: float) -> str | None:
+        """The next record line, or None when the worker died or the deadline passed."""
+        fd = self._records.fileno()
+        while "\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None  # every writer closed: the worker exited
+            self._buffer += chunk.decode("utf-8", errors="replace")
+        line, self._buffer = self._buffer.split("\n", 1)
+        return line
+
+    def _fail(self, why: str) -> dict[str, Any]:
+        code = self.proc.poll()
+        self.close()
+        detail = f" (exit status {code})" if code not in (None, 0) else ""
+        return {"status": "error", "message": f"worker process: {why}{detail}"}
+
+    def request(self, task: str, case, params: dict[str, Any] | None = None, *, timeout_s: float) -> dict:
+        """Send one case; its record, or an error record if the worker died or timed out."""
+        if not self.alive():
+            return self._fail("not running")
+        if self.ready is None:
+            line = self._read_line(time.monotonic() + READY_TIMEOUT_S)
+            if line is None:
+                return self._fail("did not start (no ready line)")
+            self.ready = json.loads(line)
+        message = {"task": task, "case": case_to_dict(case), "params": params or {}}
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._fail("exited before the request")
+        self.requests += 1
+        line = self._read_line(time.monotonic() + timeout_s)
+        if line is None:
+            why = "died" if not self.alive() else f"no answer within {timeout_s:.0f} s, killed"
+            return self._fail(why)
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            return self._fail(f"unreadable record {line[:200]!r}")
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()  # end of requests: the worker exits
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if not self._records.closed:
+            self._records.close()

@@ -1,0 +1,179 @@
+"""Spread and cost of instruction counts (issue 12): repeated instruction passes over CPU cases.
+
+    python scripts/instructions_spread.py [--runs 10] [--jobs 2] [--cases SUBSTR ...] [--out FILE]
+
+Each run is one instruction pass as `pytest benchmark/ --bench-instructions` makes it: one fresh
+worker process under callgrind serving every selected case in the suite's order (default: the
+default suite's CPU cases: configs/, not tagged slow). Per case it reports the instructions per
+iteration of every run and their spread, (max - min) / median, against the targets (at most 0.1%
+for op and program cases, 0.5% for model cases), the largest spread per kind, and the cost: the
+worker's startup (paddle import under valgrind) and each case's wall and CPU seconds, per run and
+in total. `--jobs` runs passes side by side (counts do not depend on it; wall times do, and on a
+shared machine they are inflated anyway: CPU seconds are the better guide).
+
+The JSON written to `--out` (default: the system temp dir) holds every count; it is what
+scripts/instructions_sensitivity.py replays as a history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmark import instructions, measure  # noqa: E402
+from benchmark.config import load_paths  # noqa: E402
+
+TARGETS = {"op": 0.001, "program": 0.001, "model": 0.005}
+
+
+def default_cases(paths: list[str], wanted: list[str] | None):
+    cases, issues = load_paths(paths)
+    if issues:
+        raise SystemExit("\n".join(str(i) for i in issues))
+    cases = [c for c in cases if instructions.eligible(c) and "slow" not in c.tags]
+    if wanted:
+        cases = [c for c in cases if any(w in c.id for w in wanted)]
+    return cases
+
+
+def one_pass(tooling, cases, index: int, timeout_s: float) -> dict:
+    counter = instructions.InstructionPass(tooling, timeout_s=timeout_s)
+    t0 = time.perf_counter()
+    out = {"run": index, "cases": {}}
+    try:
+        for case in cases:
+            r = counter.measure(case)
+            out["cases"][case.id] = {
+                "kind": case.kind,
+                "status": r.status,
+                "message": r.message,
+                "count": r.stats.get("median") if r.status == "ok" else None,
+                "samples": r.samples,
+                "iterations": r.iterations,
+                "case_s": r.extra.get("case_s"),
+                "case_cpu_s": r.extra.get("case_cpu_s"),
+                "instrumented_s": r.extra.get("instrumented_s"),
+                "warmup_iterations": r.extra.get("warmup_iterations"),
+            }
+            print(
+                f"run {index}: {case.id}: {r.status} {out['cases'][case.id]['count']} "
+                f"({r.extra.get('case_s') or 0:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+            if counter.worker is not None and "startup_cpu_s" not in out:
+                out["startup_cpu_s"] = (counter.worker.ready or {}).get("cpu_s")
+    finally:
+        counter.close()
+    out["wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values) if values else float("nan")
+
+
+def summarize(cases, runs: list[dict]) -> dict:
+    per_case = {}
+    for case in cases:
+        counts = [r["cases"][case.id]["count"] for r in runs if r["cases"].get(case.id, {}).get("count")]
+        wall = [r["cases"][case.id]["case_s"] for r in runs if r["cases"].get(case.id, {}).get("case_s")]
+        cpu = [
+            r["cases"][case.id]["case_cpu_s"] for r in runs if r["cases"].get(case.id, {}).get("case_cpu_s")
+        ]
+        errors = [
+            r["cases"][case.id]["message"] for r in runs if r["cases"].get(case.id, {}).get("status") != "ok"
+        ]
+        per_case[case.id] = {
+            "kind": case.kind,
+            "runs": len(counts),
+            "counts": counts,
+            "median": statistics.median(counts) if counts else None,
+            "spread": spread(counts) if len(counts) >= 2 else None,
+            "target": TARGETS[case.kind],
+            "wall_s": statistics.median(wall) if wall else None,
+            "cpu_s": statistics.median(cpu) if cpu else None,
+            "errors": errors,
+        }
+    largest = {}
+    for kind in TARGETS:
+        rows = [
+            (v["spread"], k) for k, v in per_case.items() if v["kind"] == kind and v["spread"] is not None
+        ]
+        if rows:
+            s, k = max(rows)
+            largest[kind] = {"case": k, "spread": s, "target": TARGETS[kind], "met": s <= TARGETS[kind]}
+    startup = [r.get("startup_cpu_s") for r in runs if r.get("startup_cpu_s")]
+    return {
+        "cases": per_case,
+        "largest_spread_per_kind": largest,
+        "pass_wall_s": [r["wall_s"] for r in runs],
+        "startup_cpu_s": startup,
+        "pass_cpu_s": [
+            (r.get("startup_cpu_s") or 0) + sum(c["case_cpu_s"] or 0 for c in r["cases"].values())
+            for r in runs
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=10, help="instruction passes (default 10)")
+    p.add_argument("--jobs", type=int, default=1, help="passes run side by side (default 1)")
+    p.add_argument("--config", action="append", default=None, help="config paths (default configs/)")
+    p.add_argument("--cases", nargs="*", default=None, help="only cases whose id contains one of these")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds a worker may take for one case")
+    p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "instructions_spread.json"))
+    args = p.parse_args(argv)
+    measure.pin_threads(1)
+    measure.control_allocator(True)
+    cases = default_cases(args.config or [str(ROOT / "configs")], args.cases)
+    tooling = instructions.find_tooling()
+    print(f"{len(cases)} CPU case(s), {args.runs} run(s), {args.jobs} at a time", file=sys.stderr)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        runs = list(pool.map(lambda i: one_pass(tooling, cases, i, args.timeout), range(args.runs)))
+    report = summarize(cases, runs)
+    report.update(
+        runs=runs,
+        total_wall_s=time.perf_counter() - t0,
+        jobs=args.jobs,
+        valgrind=tooling.version,
+        case_order=[c.id for c in cases],
+    )
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print(
+        f"{'case':<62} {'kind':<8} {'n':>3} {'instructions/iter':>18} {'spread':>9} {'wall s':>7} {'cpu s':>6}"
+    )
+    for cid, v in report["cases"].items():
+        sp = f"{v['spread']:.4%}" if v["spread"] is not None else "-"
+        med = f"{v['median']:,.0f}" if v["median"] else "ERROR"
+        print(
+            f"{cid:<62} {v['kind']:<8} {v['runs']:>3} {med:>18} {sp:>9} "
+            f"{v['wall_s'] or 0:>7.1f} {v['cpu_s'] or 0:>6.1f}"
+        )
+    for kind, v in report["largest_spread_per_kind"].items():
+        verdict = "meets" if v["met"] else "MISSES"
+        print(f"largest spread, {kind}: {v['spread']:.4%} ({v['case']}), target {v['target']:.1%}: {verdict}")
+    walls = report["pass_wall_s"]
+    print(
+        f"one pass over {len(cases)} cases: wall {statistics.median(walls):.0f} s (median of {len(walls)}; "
+        f"{args.jobs} pass(es) side by side on a shared machine), CPU {statistics.median(report['pass_cpu_s']):.0f} s "
+        f"(worker startup {statistics.median(report['startup_cpu_s'] or [0]):.0f} s of it)"
+    )
+    print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

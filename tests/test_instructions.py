@@ -1,0 +1,222 @@
+"""Instruction counts (`pytest benchmark/ --bench-instructions`): real callgrind workers, the line
+when valgrind is missing, and the gate on the instructions metric over a history of real runs.
+
+The callgrind tests run real `valgrind --tool=callgrind` processes (about 30-100 s each for the
+paddle import under valgrind); they are skipped with the reason where valgrind, its header or a C
+compiler is missing. The two processes of the stability test run side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from benchmark import instructions
+from benchmark.analysis.deterministic import check_deterministic
+from benchmark.gates import load_gates
+
+PROJECT = Path(__file__).resolve().parents[1]
+TINY = """
+cases:
+  - name: tiny_abs
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [16, 16]}}
+    places: [cpu]
+    modes: [dynamic]
+    measure: {warmup_time: 0.01, max_time: 0.02, min_rounds: 3}
+"""
+
+
+def tooling_or_skip() -> instructions.Tooling:
+    try:
+        return instructions.find_tooling()
+    except instructions.InstructionsUnavailable as e:
+        pytest.skip(str(e))
+
+
+def suite(tmp: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cfg = tmp / "tiny.yaml"
+    cfg.write_text(TINY)
+    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider"]
+    cmd += ["--bench-config", str(cfg), "--bench-json", str(tmp / "summary.json"), *args]
+    return subprocess.run(
+        cmd,
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+
+
+def test_a_callgrind_dump_is_read_for_its_label_and_total(tmp_path):
+    dump = tmp_path / "callgrind.out.1.2"
+    dump.write_text(
+        "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 1\ncmd:  python\npart: 2\n\n"
+        "desc: I1 cache: \ndesc: Timerange: Basic block 10 - 20\n"
+        "desc: Trigger: Client Request: abs-cpu-dynamic:chunk0\n\npositions: line\nevents: Ir\n"
+        "summary: 6372100\n\n\nfl=(1) x.c\nfn=(1) f\n0 6372100\n\ntotals: 6372874\n"
+    )
+    assert instructions.read_dump(dump) == ("abs-cpu-dynamic:chunk0", 6372100)
+    (tmp_path / "empty").write_text("version: 1\n")
+    with pytest.raises(ValueError, match="no 'summary:' line"):
+        instructions.read_dump(tmp_path / "empty")
+
+
+def test_chunk_size_is_a_power_of_two_sized_by_instructions():
+    assert instructions.chunk_iterations(30_000) == 64  # capped
+    assert instructions.chunk_iterations(640_000) == 16  # 16 x 640k ~ 10M <= 20M < 32 x 640k
+    assert instructions.chunk_iterations(300_000_000) == 1
+    assert instructions.per_iteration([1_000_100, 2_000_100], 100, 10) == [100_000.0, 200_000.0]
+
+
+def test_the_level_rule_fails_the_first_run_of_a_one_percent_change_and_never_noise():
+    flat = [1_000_000 * (1 + 0.0001 * ((i * 7) % 5 - 2)) for i in range(21)]  # +-0.02% wobble
+    for n in range(2, len(flat) + 1):
+        assert check_deterministic(flat[:n], min_effect=0.01).verdict == "pass"
+    stepped = [*flat[:10], flat[10] * 1.011]
+    c = check_deterministic(stepped, min_effect=0.01)
+    assert c.verdict == "regression" and 0.010 < c.effect < 0.012
+    # The next run at the new level is the new baseline: it passes.
+    assert check_deterministic([*stepped, flat[10] * 1.011], min_effect=0.01).verdict == "pass"
+    # An improvement is not a regression; a 0.5% step is below the minimum effect.
+    assert check_deterministic([*flat[:10], flat[10] * 0.98], min_effect=0.01).verdict == "improvement"
+    assert check_deterministic([*flat[:10], flat[10] * 1.005], min_effect=0.01).verdict == "pass"
+    # One odd run and back: the return passes and says it reverted.
+    back = check_deterministic([*stepped, flat[11]], min_effect=0.01)
+    assert back.verdict == "pass" and back.reverted
+
+
+def test_gates_yaml_gives_instructions_a_one_percent_minimum_and_overrides_by_metric(tmp_path):
+    gates = load_gates(PROJECT / "configs" / "gates.yaml")
+    s = gates.for_case("abs_smoke", "abs_smoke", "cpu", "instructions")
+    assert (s.metric, s.min_effect, s.noise_floor) == ("instructions", 0.01, 0.001)
+    assert gates.for_case("lstm-train", "lstm", "cpu", "instructions").min_effect == 0.01
+    assert gates.for_case("lstm-train", "lstm", "cpu").metric == "throughput"
+    custom = tmp_path / "gates.yaml"
+    custom.write_text(
+        "instructions: {min_effect: 0.02}\noverrides:\n"
+        "  - {match: 'abs*', metric: instructions, min_effect: 0.005}\n"
+        "  - {match: 'abs*', min_effect: 0.10}\n"
+    )
+    g = load_gates(custom)
+    assert g.for_case("abs_smoke", place="cpu", series_metric="instructions").min_effect == 0.005
+    assert g.for_case("abs_smoke", place="cpu").min_effect == 0.10  # the time series' own override
+    assert g.for_case("matmul", place="cpu", series_metric="instructions").min_effect == 0.02
+
+
+# ------------------------------------------------------------------------------------------ no valgrind
+
+
+def test_without_valgrind_the_suite_says_so_in_one_line_and_measures_time(tmp_path):
+    if shutil.which("valgrind", path=str(Path(sys.executable).parent)):
+        pytest.skip("valgrind sits beside the interpreter: cannot hide it by PATH")
+    proc = suite(
+        tmp_path, "--bench-instructions", "--bench-no-store", env={"PATH": str(Path(sys.executable).parent)}
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    lines = [ln for ln in out.splitlines() if "instruction counts" in ln]
+    assert len(lines) == 1, lines
+    assert "install Debian package 'valgrind'" in lines[0] and "measuring time only" in lines[0]
+    results = json.loads((tmp_path / "summary.json").read_text())["results"]
+    assert [(r["case_id"], r["metric"], r["status"]) for r in results] == [("tiny_abs", "time", "ok")]
+
+
+# ------------------------------------------------------------------------------------------ real callgrind
+
+
+@pytest.fixture(scope="module")
+def counted_runs(tmp_path_factory):
+    """One real suite run with --bench-instructions (stored in a SQLite history) and, at the same
+    time, a second worker process counting the same case: (db url, summary results, second count)."""
+    tooling = tooling_or_skip()
+    tmp = tmp_path_factory.mktemp("instr")
+    url = f"sqlite:///{tmp / 'history.sqlite'}"
+    second: dict = {}
+
+    def other_process():
+        from benchmark.config import load_paths
+
+        (tmp / "other").mkdir()
+        (tmp / "other" / "tiny.yaml").write_text(TINY)
+        cases, issues = load_paths([str(tmp / "other" / "tiny.yaml")])
+        assert not issues
+        counter = instructions.InstructionPass(tooling)
+        try:
+            second["result"] = counter.measure(cases[0])
+        finally:
+            counter.close()
+
+    thread = threading.Thread(target=other_process)
+    thread.start()
+    proc = suite(tmp, "--bench-instructions", "--bench-db", url)
+    thread.join()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "instructions per iteration" in out, out[-4000:]
+    results = json.loads((tmp / "summary.json").read_text())["results"]
+    return url, results, second["result"]
+
+
+def test_real_callgrind_counts_are_positive_and_repeat_across_processes(counted_runs):
+    _, results, other = counted_runs
+    counted = [r for r in results if r["metric"] == "instructions"]
+    assert len(counted) == 1 and counted[0]["status"] == "ok", counted
+    first = counted[0]["stats"]["median"]
+    assert other.status == "ok", other.message
+    second = other.stats["median"]
+    assert first > 1000 and second > 1000
+    assert abs(first / second - 1) <= 0.001, (first, second)
+    assert counted[0]["unit"] == "instructions" and counted[0]["extra"]["tool"] == "callgrind"
+    # The time result of the same case is its own series, measured natively.
+    timed = [r for r in results if r["metric"] == "time"]
+    assert len(timed) == 1 and timed[0]["unit"] == "s"
+
+
+def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_runs):
+    """History: the real run, then replays of its recorded results (the count is deterministic)
+    through the same store; a run whose instruction count is 1.5% higher fails only the
+    instructions series, at once, and an unchanged run passes."""
+    from benchmark.gate import evaluate
+    from benchmark.store import open_store
+
+    url, _, _ = counted_runs
+    gates = load_gates(PROJECT / "configs" / "gates.yaml")
+    with open_store(url) as store:
+        real_run = store.latest_run_id()
+        real = [r for r in store.results(real_run) if r["status"] == "ok"]
+        first = store.run(real_run)
+        machine = {**first["machine_info"], "fingerprint": first["machine"]}  # the same series
+
+        def replay(factor: float) -> int:
+            run_id = store.begin_run(machine, {"trigger": "local"})
+            for r in real:
+                r = {k: v for k, v in r.items() if k not in ("result_id", "run_id")}
+                if r["metric"] == "instructions":
+                    r["samples"] = [x * factor for x in r["samples"]]
+                store.add_result(run_id, r)
+            store.finish_run(run_id, "complete")
+            return run_id
+
+        for _ in range(3):
+            unchanged = replay(1.0)
+        by_metric = {d.series_metric: d for d in evaluate(store, unchanged, gates)}
+        assert by_metric["instructions"].verdict == "pass", by_metric["instructions"]
+        changed = replay(1.015)
+        decisions = {d.series_metric: d for d in evaluate(store, changed, gates)}
+    d = decisions["instructions"]
+    assert d.verdict == "regression" and d.failing, d
+    assert 0.014 < d.effect < 0.016 and d.change_run_id == changed
+    assert not decisions["time"].failing
