@@ -34,6 +34,10 @@ from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.gates import Gates, GateSettings
+from benchmark.results import bad_timings
+
+# Baselines come from complete runs only, unless the caller asks for others (None: any run).
+BASELINE_RUN_STATUSES = ("complete",)
 
 FAILING = ("regression", "failed", "error")
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
@@ -117,6 +121,8 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
     batch = result.get("batch_size")
     earlier = []  # (run id, raw samples in the metric's unit) of each earlier run, oldest first
     for run, raw in zip(base.run_ids, base.samples, strict=True) if base is not None else ():
+        if bad_timings(raw):  # NaN/inf/non-positive samples (older histories): left out, and said
+            continue
         x = metric_samples(raw, s.metric, batch)
         if x.size:
             earlier.append((run, x))
@@ -243,8 +249,26 @@ def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSe
     return d, s
 
 
-def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> list[Decision]:
-    """One Decision per result of `run_id` against the history (baseline None) or a run."""
+def evaluate(
+    store,
+    run_id: int | Sequence[int],
+    gates: Gates,
+    baseline: int | None = None,
+    *,
+    baseline_statuses: Sequence[str] | None = BASELINE_RUN_STATUSES,
+) -> list[Decision]:
+    """One Decision per result of `run_id` (or of several runs judged as one, e.g. the shards of a
+    run group) against the history (baseline None) or a run. History baselines come from runs
+    recorded with one of `baseline_statuses` (default: complete runs; None: any)."""
+    run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
+    decisions = []
+    for one in run_ids:
+        decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses))
+    _control_fdr(decisions, gates.spec.defaults.alpha)
+    return decisions
+
+
+def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses) -> list[Decision]:
     if store.run(run_id) is None:
         raise GateInputError(f"there is no run {run_id} in {store.display_url}")
     results = store.results(run_id)
@@ -253,14 +277,18 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
             raise GateInputError(f"there is no baseline run {baseline} in {store.display_url}")
         base_results = {_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
     else:
-        bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1)
+        bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
         if result["status"] == "ok":
-            new = metric_samples(result.get("samples") or [], s.metric, result.get("batch_size"))
+            raw = result.get("samples") or []
+            new = metric_samples(raw, s.metric, result.get("batch_size"))
             d.value = float(np.median(new)) if new.size else None
-            if not new.size:
+            if bad_timings(raw):  # only older histories hold such results: never dropped silently
+                d.verdict = "error"
+                d.reason = f"{bad_timings(raw)} of {len(raw)} raw samples are NaN, infinite or not positive"
+            elif not new.size:
                 d.verdict, d.reason = "new", "the result has no raw samples to judge"
             elif baseline is not None:
                 b = base_results.get(_key(result))
@@ -285,8 +313,15 @@ def evaluate(store, run_id: int, gates: Gates, baseline: int | None = None) -> l
                     _instructions_history(d, base, new, result, s)
                 else:
                     _history(d, base, new, result, s)
+                corrupt = (
+                    [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)]
+                    if base
+                    else []
+                )
+                if corrupt:
+                    left_out = f"earlier run(s) {', '.join(map(str, corrupt))} left out: invalid samples"
+                    d.reason = "; ".join(p for p in (d.reason, left_out) if p)
         decisions.append(d)
-    _control_fdr(decisions, gates.spec.defaults.alpha)
     return decisions
 
 
@@ -311,14 +346,39 @@ def _control_fdr(decisions: list[Decision], alpha: float) -> None:
             d.verdict = "inconclusive"
 
 
+def incomplete_runs(store, run_ids: Iterable[int]) -> list[str]:
+    """One line per run that is not complete (still running, interrupted, incomplete, failed),
+    naming the cases it set out to measure and has no result of; [] when every run is complete."""
+    lines = []
+    for run_id in run_ids:
+        run = store.run(run_id)
+        if run is None:
+            raise GateInputError(f"there is no run {run_id} in {store.display_url}")
+        if run["status"] == "complete" and not run.get("missing"):
+            continue
+        line = f"run {run_id} is {run['status']}"
+        if run.get("note"):
+            line += f" ({run['note']})"
+        missing = store.missing_cases(run)
+        if missing:
+            names = ", ".join(f"{c} [{p} {m}]" for c, p, m in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            line += f": {len(missing)} case(s) without a result: {names}{more}"
+        elif run.get("missing"):
+            line += f": {run['missing']} of {run['expected_results']} results missing"
+        lines.append(line)
+    return lines
+
+
 def passed(decisions: Iterable[Decision]) -> bool:
     return not any(d.failing for d in decisions)
 
 
-def check_has_baseline(decisions: Sequence[Decision], run_id: int) -> None:
+def check_has_baseline(decisions: Sequence[Decision], run_id: int | str) -> None:
     measured = [d for d in decisions if d.verdict not in ("skipped", "failed", "error")]
+    what = f"run {run_id}" if isinstance(run_id, int) else run_id
     if measured and all(d.verdict == "new" for d in measured):
         raise GateInputError(
-            f"no baseline for any case of run {run_id}: no earlier run of these series on this machine "
+            f"no baseline for any case of {what}: no earlier complete run of these series on this machine "
             "(run the suite again, or pass --baseline RUN_ID)"
         )

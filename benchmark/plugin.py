@@ -10,6 +10,7 @@ that finished.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import hashlib
@@ -28,6 +29,7 @@ from benchmark.config import DEFAULT_MAX_BYTES, Case, config_hash, load_paths
 from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
+RUN_GROUP_ENV = "BENCHMARK_RUN_GROUP"
 JSON_REFRESH_S = 5.0
 PYTEST_BENCHMARK_DEFAULT_COLUMNS = [
     "min",
@@ -107,6 +109,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--bench-trigger",
         default=None,
         help="what started this run: local, pr, nightly (default $BENCHMARK_TRIGGER or local)",
+    )
+    g.addoption(
+        "--bench-run-group",
+        default=None,
+        metavar="NAME",
+        help="name shared by the runs of one job, e.g. the shards of one nightly (default "
+        "$BENCHMARK_RUN_GROUP); `benchmark gate --run-group NAME` and `export --run-group NAME` then "
+        "take them as one run",
     )
     g.addoption(
         "--bench-shard",
@@ -211,6 +221,16 @@ class BenchSession:
         self.json_written = 0.0
         self.store = None
         self.run_id: int | None = None
+        self.run_group: str | None = opt("bench_run_group") or os.environ.get(RUN_GROUP_ENV) or None
+        self.session: pytest.Session | None = None
+        # What the run set out to store (the measured items after deselection), and what happened.
+        self.expected: list[Case] | None = None
+        self.stored = 0
+        self.store_error: str | None = None
+        self.json_error: str | None = None
+        self.status: str | None = None
+        self.note: str | None = None
+        self.problems: list[str] = []  # one line each, printed at the end of the session
         self.decisions: dict | None = None
         self.instructions = None  # benchmark.instructions.InstructionPass with --bench-instructions
         self.run_info: dict[str, Any] = {}
@@ -280,9 +300,44 @@ class BenchSession:
         url = resolve_url(self.config.getoption("bench_db"), self.root)
         try:
             self.store = open_store(url)
+        except StoreError as e:
+            raise pytest.UsageError(f"history store: {e}") from None
+
+    def check_json_path(self) -> None:
+        """Refuse an unwritable --bench-json path before anything is measured (one line)."""
+        tmp = self.json_path.with_suffix(".tmp")
+        try:
+            self.json_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text("")
+            tmp.unlink()
+        except OSError as e:
+            raise pytest.UsageError(
+                f"--bench-json {self.json_path}: cannot write there ({_os_error(e)})"
+            ) from None
+
+    def begin_run(self, items: list) -> None:
+        """After collection and deselection: the run starts, naming the cases it will store, so its
+        status can be checked against them; a heartbeat thread keeps its lease while it runs."""
+        from benchmark.store import StoreError
+        from benchmark.store.core import HEARTBEAT_PERIOD_S
+
+        self.expected = [i.callspec.params["bench_case"] for i in items if _bench_case_item(i)]
+        counted = [c for c in self.expected if self.counts_instructions(c)]
+        self.run_info["expected_results"] = len(self.expected) + len(counted)
+        self.run_info["expected_cases"] = [[c.case_id, c.place, c.mode] for c in self.expected]
+        self.run_info["run_group"] = self.run_group
+        if self.store is None:
+            return
+        self.run_info["heartbeat_s"] = HEARTBEAT_PERIOD_S
+        try:
             self.run_id = self.store.begin_run(self.machine, self.run_info)
         except StoreError as e:
             raise pytest.UsageError(f"history store: {e}") from None
+        self.store.start_heartbeat(self.run_id, HEARTBEAT_PERIOD_S)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            group = f", group {self.run_group}" if self.run_group else ""
+            reporter.write_line(f"benchmark: history run {self.run_id}{group} ({self.store.display_url})")
 
     def gate_decision(self, case: Case, metric: str = "time"):
         """The gate's decision for `case` (its time series, or its "instructions" series) in this run
@@ -356,33 +411,105 @@ class BenchSession:
             (emit or print)(note)
 
     def record(self, result: CaseResult) -> None:
+        from benchmark.results import timing_problem
+
+        problem = timing_problem(result)
+        if problem:  # NaN, inf or non-positive timings are an error of the case, never numbers
+            result.status, result.message = "error", f"invalid timing samples: {problem}"
+            result.samples, result.device_samples, result.stats = [], None, {"rounds": 0}
         self.results.append(result)
-        # The history has each result at once; the JSON summary (all results, rewritten whole) is
-        # refreshed every few seconds and at the end, so a long suite does not rewrite it per case.
+        # The history first, at once; side outputs after it, and never able to lose it. The JSON
+        # summary (all results, rewritten whole) is refreshed every few seconds and at the end.
+        self.store_result(result)
         if time.time() - self.json_written >= JSON_REFRESH_S:
             self.write_json()
-        if self.store is not None and self.run_id is not None:
-            self.store.add_result(self.run_id, result.to_dict())
 
-    def write_json(self, status: str = "running") -> None:
-        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+    def store_result(self, result: CaseResult) -> None:
+        if self.store is None or self.run_id is None or self.store_error is not None:
+            return
+        from benchmark.store import StoreError
+
+        try:
+            self.store.add_result(self.run_id, result.to_dict())
+            self.stored += 1
+        except (StoreError, ValueError) as e:
+            # Stop here: what is measured from now on could not be stored either. The run is
+            # recorded as incomplete (if the database still answers) and the session ends in a line.
+            self.store_error = " ".join(str(e).split())
+            if self.session is not None:
+                self.session.shouldstop = f"history store: {self.store_error}"
+
+    def write_json(self, status: str = "running") -> bool:
+        """Rewrite the JSON summary; False (and the reason kept for the end) when it cannot be."""
         doc = {
-            "run": {**self.run_info, "id": self.run_id, "status": status, "started": self.started},
+            "run": {
+                **self.run_info,
+                "id": self.run_id,
+                "status": status,
+                "note": self.note,
+                "stored_results": self.stored if self.store is not None else None,
+                "started": self.started,
+            },
             "machine": self.machine,
             "results": [r.to_dict() for r in self.results],
         }
         tmp = self.json_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=1, default=str))
-        os.replace(tmp, self.json_path)
-        self.json_written = time.time()
+        try:
+            self.json_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(doc, indent=1, default=str))
+            os.replace(tmp, self.json_path)
+        except OSError as e:
+            self.json_error = _os_error(e)
+            return False
+        finally:
+            self.json_written = time.time()
+        self.json_error = None
+        return True
 
-    def finish(self, exitstatus: int) -> None:
+    def final_status(self, exitstatus: int) -> tuple[str, str | None]:
+        """The run's status from what happened (the store still checks `complete` against its
+        results): a failed write makes it incomplete, an interrupted session interrupted."""
+        expected = len(self.expected) if self.expected is not None else None
+        done = self.stored if self.store is not None else len(self.results)
+        if self.store_error is not None:
+            missing = f"{expected - done} of {expected}" if expected is not None else "some"
+            return "incomplete", f"{missing} results not stored: {self.store_error}"
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted", f"the session was interrupted after {done} of {expected} results"
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            if expected is not None and done < expected:
+                return (
+                    "incomplete",
+                    f"{expected - done} of {expected} results missing (the session stopped early)",
+                )
+            return "complete", None
+        return "failed", f"pytest exit status {int(exitstatus)}"
+
+    def finish(self, exitstatus: int) -> bool:
+        """Close the run: history first, then the JSON summary. Returns False when either could
+        not be written (each problem is kept as one line for the end of the session)."""
+        from benchmark.store import StoreError
+
         if self.instructions is not None:
             self.instructions.close()
-        status = "complete" if exitstatus in (0, 1) else ("interrupted" if exitstatus == 2 else "failed")
-        self.write_json(status)
+        self.status, self.note = self.final_status(exitstatus)
         if self.store is not None and self.run_id is not None:
-            self.store.finish_run(self.run_id, status)
+            try:
+                self.status = self.store.finish_run(self.run_id, self.status, note=self.note)
+            except StoreError as e:
+                self.problems.append(
+                    f"history store: the end of run {self.run_id} was not recorded ({' '.join(str(e).split())});"
+                    " it reads as interrupted"
+                )
+        if self.store_error is not None:
+            self.problems.append(f"history store: run {self.run_id} is {self.status}: {self.note}")
+        if not self.write_json(self.status):
+            where = f"; every result is in history run {self.run_id}" if self.stored else ""
+            self.problems.append(f"--bench-json: the summary was not written: {self.json_error}{where}")
+            if self.store is not None and self.run_id is not None and self.store_error is None:
+                with contextlib.suppress(StoreError):  # the run record says so too (the gate prints it)
+                    self.store.add_note(self.run_id, f"JSON summary not written: {self.json_error}")
+        return not self.problems
 
 
 def as_torch_case(case: Case) -> Case:
@@ -429,6 +556,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     bench = session.config.stash.get(SESSION_KEY, None)
     if bench is not None and not session.config.getoption("collectonly"):
+        bench.session = session
+        bench.check_json_path()
         bench.open_history()
         bench.check_telemetry(session.config)
         bench.start_instructions(session.config)
@@ -450,6 +579,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("bench_case", params)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    bench = session.config.stash.get(SESSION_KEY, None)
+    if bench is not None and not session.config.getoption("collectonly"):
+        bench.begin_run(session.items)
+
+
+def _bench_case_item(item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and isinstance(callspec.params.get("bench_case"), Case)
+
+
+def _os_error(e: OSError) -> str:
+    return f"{e.strerror} ({e.filename})" if e.strerror and e.filename else " ".join(str(e).split())
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     """Gate items run after every case was measured, and only with --bench-gate."""
     gate_items = [i for i in items if i.get_closest_marker("gate")]
@@ -463,7 +607,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = session.config.stash.get(SESSION_KEY, None)
     if bench is not None and not session.config.getoption("collectonly"):
-        bench.finish(int(exitstatus))
+        if not bench.finish(int(exitstatus)) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         check_required_places(session, bench)
 
 
@@ -491,7 +636,10 @@ def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     bench = config.stash.get(SESSION_KEY, None)
-    if bench is None or not bench.results:
+    if bench is None:
+        return
+    if not bench.results:
+        _write_problems(terminalreporter, bench)
         return
     tr = terminalreporter
     tr.section("benchmark summary (time per iteration)")
@@ -543,10 +691,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
                 f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.stats.get('median', 0):>14,.0f} "
                 f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
             )
-    where = [str(bench.json_path)]
-    if bench.store is not None:
-        where.append(f"history run {bench.run_id} ({bench.store.display_url})")
-    tr.write_line(f"results: {', '.join(where)}")
+    where = [] if bench.json_error else [str(bench.json_path)]
+    if bench.store is not None and bench.run_id is not None:
+        group = f", group {bench.run_group}" if bench.run_group else ""
+        where.append(f"history run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
+    tr.write_line(f"results: {', '.join(where) or 'none written'}")
+    _write_problems(tr, bench)
+
+
+def _write_problems(tr, bench: BenchSession) -> None:
+    for line in bench.problems:
+        tr.write_line(line, red=True)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -63,8 +63,10 @@ class CaseResult:
 
 def bad_timings(values: Any) -> int:
     """How many of `values` are not timings: not a number, NaN, infinite, zero or negative."""
+    if values is None:
+        return 0
     bad = 0
-    for v in values or ():
+    for v in values:
         try:
             x = float(v)
         except (TypeError, ValueError, OverflowError):

@@ -1,16 +1,30 @@
-"""`benchmark gate`: pass or fail a run against its history or another run (exit 0, 1 or 2)."""
+"""`benchmark gate`: pass or fail a run against its history or another run (exit 0, 1 or 2).
+
+Only complete runs are judged, and history baselines come only from complete runs: a run that is
+still running, was interrupted or is incomplete is refused (exit 2) with the cases it has no result
+of, unless `--allow-incomplete` / `--baseline-any-run` say otherwise. The runs of one run group
+(the shards of one nightly) are judged as one run.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import sys
 
 from benchmark.commands.store import _add_db, _run_id
-from benchmark.gate import GateInputError, check_has_baseline, evaluate, passed
+from benchmark.gate import (
+    BASELINE_RUN_STATUSES,
+    GateInputError,
+    check_has_baseline,
+    evaluate,
+    incomplete_runs,
+    passed,
+)
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates
-from benchmark.store import StoreError, open_store
+from benchmark.store import RUN_GROUP_ENV, StoreError, open_store
 
 
 def register(sub) -> None:
@@ -19,10 +33,30 @@ def register(sub) -> None:
         help="pass or fail a run: exit 0 when it passes, 1 when a case regressed, 2 on an error",
         description="Decide whether a run regressed. With --baseline history (default) each series' "
         "per-run values go through the online detector; with --baseline RUN_ID each case's raw samples "
-        "are compared with that run's (A/B). Prints one row per failing case and lists improvements.",
+        "are compared with that run's (A/B). Prints one row per failing case and lists improvements. "
+        "Only complete runs are judged (a run with missing results exits 2, naming them), and history "
+        "baselines come only from complete runs. The runs of a run group are judged as one run; "
+        "'latest' is the latest run's whole group.",
     )
     p.add_argument("--run", default="latest", metavar="ID", help="run to judge: an id or 'latest' (default)")
+    p.add_argument(
+        "--run-group",
+        default=None,
+        metavar="NAME",
+        help=f"judge every run of this group as one (the shards of one nightly; default ${RUN_GROUP_ENV} "
+        "when --run is latest)",
+    )
     p.add_argument("--baseline", default="history", metavar="history|RUN_ID", help="what to compare with")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="judge the stored results of a run that is not complete (its missing cases are still listed)",
+    )
+    p.add_argument(
+        "--baseline-any-run",
+        action="store_true",
+        help="take baselines also from runs that are not complete (interrupted, incomplete, running)",
+    )
     p.add_argument(
         "--gates", default=str(DEFAULT_GATES_PATH), metavar="FILE", help="gate settings (configs/gates.yaml)"
     )
@@ -44,28 +78,61 @@ def format_decision(d) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]:
+    """The runs to judge and how to name them: --run-group (or $BENCHMARK_RUN_GROUP with --run
+    latest) is every run of that group; 'latest' is the latest run, with the rest of its group."""
+    if run_group and run != "latest":
+        raise ValueError("give --run ID or --run-group NAME, not both")
+    group = run_group or (os.environ.get(RUN_GROUP_ENV) or None if run == "latest" else None)
+    if group is None:
+        run_id = _run_id(store, run)
+        info = store.run(run_id) if run == "latest" else None
+        group = info.get("run_group") if info else None
+        if group is None:
+            return [run_id], f"run {run_id}"
+    run_ids = store.group_runs(group)
+    if not run_ids:
+        raise GateInputError(f"there are no runs of group {group!r} in {store.display_url}")
+    return run_ids, f"run group {group} (run{'s' if len(run_ids) > 1 else ''} {', '.join(map(str, run_ids))})"
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     try:
         gates = load_gates(args.gates)
-        store = open_store(args.db)
-        run_id = _run_id(store, args.run)
+        store = open_store(args.db, create=False, readonly=True)
+        run_ids, label = target_runs(store, args.run, args.run_group)
         baseline = None if args.baseline == "history" else _run_id(store, args.baseline)
-        decisions = evaluate(store, run_id, gates, baseline)
-        check_has_baseline(decisions, run_id)
+        problems = incomplete_runs(store, run_ids)
+        if problems and not args.allow_incomplete:
+            raise GateInputError(
+                "; ".join(problems) + ": the gate judges complete runs only (--allow-incomplete judges "
+                "the results that are there)"
+            )
+        if baseline is not None and not args.baseline_any_run:
+            for line in incomplete_runs(store, [baseline]):
+                raise GateInputError(f"baseline {line} (take it anyway with --baseline-any-run)")
+        statuses = None if args.baseline_any_run else BASELINE_RUN_STATUSES
+        decisions = evaluate(store, run_ids, gates, baseline, baseline_statuses=statuses)
+        check_has_baseline(decisions, label)
+        notes = [f"run {r}: {n}" for r in run_ids if (n := (store.run(r) or {}).get("note"))]
     except (GateError, StoreError, GateInputError, ValueError) as e:
-        print(f"benchmark gate: error: {e}", file=sys.stderr)
+        print(f"benchmark gate: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     ok = passed(decisions)
     if args.json:
-        print(
-            json.dumps({"run": run_id, "passed": ok, "decisions": [d.to_dict() for d in decisions]}, indent=1)
-        )
+        doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}
+        doc["decisions"] = [d.to_dict() for d in decisions]
+        print(json.dumps(doc, indent=1))
         return 0 if ok else 1
     failing = [d for d in decisions if d.failing]
     improved = [d for d in decisions if d.verdict == "improvement"]
     shown = decisions if args.all else failing + improved
     counts = {v: sum(d.verdict == v for d in decisions) for v in dict.fromkeys(d.verdict for d in decisions)}
-    print(f"run {run_id} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    print(f"{label} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    for line in problems:  # only with --allow-incomplete
+        print(f"INCOMPLETE   {line}")
+    for note in notes:
+        print(f"note: {note}")
     for d in shown:
         print(format_decision(d))
     print(

@@ -304,7 +304,10 @@ def _register_import(subparsers) -> None:
         "import",
         help="read pytest-benchmark JSON files into the history",
         description="Import files written by pytest-benchmark's --benchmark-json (or `benchmark "
-        "export --pytest-benchmark`), one run per file. A file imported before is skipped.",
+        "export --pytest-benchmark`), one complete run per file, each file all or nothing. Every value "
+        "is checked first (finite positive timings, stats consistent with the raw samples, a date not "
+        "in the future): a bad file is reported with one line per problem and nothing of it is "
+        "written (exit 2). A file imported before is skipped.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE.json", help="pytest-benchmark JSON files")
     _add_db(parser)
@@ -313,16 +316,23 @@ def _register_import(subparsers) -> None:
 
 @_command("import")
 def cmd_import(args: argparse.Namespace) -> int:
-    from benchmark.store.io import import_pytest_benchmark
+    from benchmark.store.io import ImportProblems, import_pytest_benchmark
 
+    status = 0
     with open_store(args.db) as store:
         for path in args.files:
-            outcome = import_pytest_benchmark(store, path)
+            try:
+                outcome = import_pytest_benchmark(store, path)
+            except ImportProblems as exc:
+                for line in exc.lines():  # nothing of the file was written
+                    print(f"benchmark import: error: {line}", file=sys.stderr)
+                status = 2
+                continue
             if outcome.duplicate:
                 print(f"{path}: already imported as run {outcome.run_id}")
             else:
                 print(f"{path}: run {outcome.run_id}, {outcome.results} results")
-    return 0
+    return status
 
 
 # ------------------------------------------------------------------------------------------- db

@@ -36,6 +36,7 @@ from benchmark.store.migrate import SchemaState, head_revision, schema_state, up
 
 __all__ = [
     "DB_URL_ENV",
+    "RUN_GROUP_ENV",
     "SchemaOutdated",
     "SchemaState",
     "Store",
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 DB_URL_ENV = "BENCHMARK_DB_URL"
+# Shared by the runs of one job (e.g. the shards of one nightly): the suite records it, the gate
+# and the exports take it.
+RUN_GROUP_ENV = "BENCHMARK_RUN_GROUP"
 DEFAULT_RELATIVE_PATH = Path("results") / "history.sqlite"
 
 

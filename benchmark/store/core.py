@@ -284,6 +284,53 @@ class Store:
             return []
         return self._transact(lambda conn: self._insert_results(conn, run_id, batch))
 
+    def import_run(
+        self,
+        machine: Mapping[str, Any],
+        run: Mapping[str, Any],
+        results: Callable[[], Iterable[Mapping[str, Any]]],
+        *,
+        batch: int = 2000,
+    ) -> int:
+        """Record a finished run and all its results in one transaction: all of it, or nothing.
+
+        `results` makes a fresh iterable each time it is called (a retried transaction reads them
+        again); they are inserted `batch` at a time, and the id caches are dropped after each batch,
+        so memory stays bounded however many results there are. Returns the run id.
+        """
+        machine = dict(machine)
+        fp = machine.get("fingerprint") or fingerprint(machine)
+        values = run_row(run)
+        # Drivers, kernel, Python patch version: not in the fingerprint, recorded with each run.
+        values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine)}
+
+        def work(conn: Connection) -> int:
+            machine_id = self._machine_id(conn, fp, machine)
+            run_id = int(
+                conn.execute(sa.insert(RUN).values(machine_id=machine_id, **values)).inserted_primary_key[0]
+            )
+            pending: list[dict[str, Any]] = []
+            for result in results():
+                pending.append(_as_dict(result))
+                if len(pending) >= batch:
+                    self._import_batch(conn, run_id, machine_id, values, pending)
+            if pending:
+                self._import_batch(conn, run_id, machine_id, values, pending)
+            return run_id
+
+        try:
+            return self._transact(work)
+        finally:
+            self._forget()  # ids learnt inside the transaction: dropped, committed or not
+
+    def _import_batch(self, conn, run_id, machine_id, values, pending: list[dict[str, Any]]) -> None:
+        self._runs[run_id] = (machine_id, values["started_at"].timestamp())
+        self._preloaded.add(machine_id)  # look ids up one by one instead of loading every case
+        self._insert_results(conn, run_id, pending)
+        pending.clear()
+        self._case_pks.clear()
+        self._series_ids.clear()
+
     def heartbeat(self, run_id: int) -> None:
         """Mark the run as alive (add_result does this too)."""
         self._transact(lambda conn: self._touch(conn, run_id))
@@ -350,6 +397,16 @@ class Store:
             return recorded
 
         return self._transact(work)
+
+    def add_note(self, run_id: int, note: str) -> None:
+        """Append a line to the run's note (e.g. a side output that could not be written)."""
+
+        def work(conn: Connection) -> None:
+            old = conn.execute(sa.select(RUN.c.note).where(RUN.c.id == run_id)).scalar()
+            text = "; ".join(p for p in (old, note) if p)
+            conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(note=text))
+
+        self._transact(work)
 
     def _insert_results(self, conn: Connection, run_id: int, batch: list[dict[str, Any]]) -> list[int]:
         machine_id, run_time = self._run_key(conn, run_id)
@@ -557,6 +614,19 @@ class Store:
         if beat is None or (now - beat).total_seconds() > lease:
             return "interrupted"
         return "running"
+
+    def missing_cases(self, run: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """(case id, place, mode) of the cases `run` (a `run()` dict) set out to store and did not."""
+        expected = (run.get("extra") or {}).get("expected_cases") or []
+        query = (
+            sa.select(CASE.c.case_id, SERIES.c.place, SERIES.c.mode)
+            .join(SERIES, SERIES.c.case_pk == CASE.c.id)
+            .join(RESULT, RESULT.c.series_id == SERIES.c.id)
+            .where(RESULT.c.run_id == run["id"])
+        )
+        with self._read() as conn:
+            stored = {tuple(r) for r in conn.execute(query)}
+        return [tuple(key) for key in expected if tuple(key) not in stored]
 
     def results(self, run_id: int) -> list[dict[str, Any]]:
         """The results of one run as `CaseResult.to_dict()`-shaped dicts (+ result_id, run_id)."""
