@@ -147,12 +147,25 @@ def _existing_ancestor(path: Path) -> Path:
 
 def readonly_sqlite_engine(path: Path) -> Engine:
     """An engine that can only read the file (used to inspect it before opening it for writing)."""
+    return sa.create_engine("sqlite://", creator=lambda: connect_readonly(path), poolclass=sa.pool.NullPool)
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection that needs no write access at all. A WAL-mode history normally needs
+    to write its -shm file even to read; where the directory (or file system) is not writable, no
+    process can be writing the file either, so it is opened as immutable."""
     uri = f"file:{quote(str(path))}?mode=ro"
-    return sa.create_engine(
-        "sqlite://",
-        creator=lambda: sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S),
-        poolclass=sa.pool.NullPool,
-    )
+    conn = sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+        if os.access(path.parent, os.W_OK) and os.access(path, os.W_OK):
+            raise
+    conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, check_same_thread=False)
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return conn
 
 
 def _sqlite_on_connect(readonly: bool):
@@ -186,8 +199,15 @@ def make_engine(url: URL, *, readonly: bool = False) -> Engine:
     where = shown(url)
     try:
         if url.get_backend_name() == "sqlite":
+            path = sqlite_path(url)
+            extra = {}
+            if readonly and path is not None:  # readers need no write access (see connect_readonly)
+                extra = {"creator": lambda: connect_readonly(path)}
             engine = sa.create_engine(
-                url, json_serializer=json_serializer, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S}
+                url,
+                json_serializer=json_serializer,
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S},
+                **extra,
             )
             event.listen(engine, "connect", _sqlite_on_connect(readonly))
             event.listen(engine, "begin", _sqlite_on_begin)
