@@ -314,3 +314,12 @@ def test_an_environment_change_is_a_candidate_change_point():
     # an event where nothing changed is no change point
     assert segment(series(120, seed=1), events={60: "kernel 6.1 -> 6.5"}) == []
     assert simulate_online(series(120, seed=1), events=[60]) == []
+
+
+def test_a_large_step_whose_runs_differ_is_not_taken_for_a_lone_outlier():
+    """The first two runs of a new level 2x and 2.6x slower differ from each other by far more
+    than the old noise; neither is a lone outlier, and the step is raised on its second run."""
+    for seed in range(10):
+        v = np.r_[series(30, sigma=0.02, seed=seed), 2.5 * 2.0, 2.5 * 2.6]
+        (a,) = simulate_online(v, min_effect=0.05)
+        assert (a.index, a.change_index, a.direction) == (31, 30, REGRESSION)

@@ -538,7 +538,8 @@ def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[
     A single run never alerts, whatever its neighbours:
 
     * a lone outlier -- the most extreme run, more than ``outlier_sigma`` beyond the median of the
-      other runs of the window -- counts as a baseline run;
+      other runs of the window, which is closer to the baseline than to it -- counts as a baseline
+      run;
     * each run is clipped (Huber) at ``max(clip * T_k, clip_sigma)``, and the clipped mean must reach
       the threshold ``T_k``;
     * without its most extreme run the other k-1 runs must pass the (k-1)-run test on their own
@@ -551,7 +552,10 @@ def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[
     j = np.argmax(d, axis=1)
     srt = np.sort(d, axis=1)
     lo, hi = (k - 2) // 2, (k - 1) // 2  # the median of the k-1 lowest runs, from the sorted rows
-    lone = srt[:, -1] - 0.5 * (srt[:, lo] + srt[:, hi]) > p.outlier_sigma
+    others = 0.5 * (srt[:, lo] + srt[:, hi])
+    # far beyond the others, which are closer to the baseline than to it (a large step's runs may
+    # differ from each other by more than the old level's noise: none of them is a lone outlier)
+    lone = (srt[:, -1] - others > p.outlier_sigma) & (others < 0.5 * srt[:, -1])
     if lone.any():
         d = d.copy()
         d[rows[lone], j[lone]] = 0.0
