@@ -304,7 +304,7 @@ OPS: dict[str, dict[str, Any]] = {
     "viterbi_decode": {
         "api": "paddle.text.viterbi_decode",
         "rename": {"emission": "potentials", "transition": "transition_params", "length": "lengths"},
-        "ranges": {"length": {"low": 1, "high": "emission.1+1"}},
+        "ranges": {"lengths": {"low": 1, "high": "potentials.1+1"}},
     },
     "warpctc": {
         "api": f"{F}.ctc_loss",

@@ -346,6 +346,8 @@ def test_alias_table_is_data_the_allowlist_and_references_agree_with():
             assert allowlist.check("reference", ref) is None, (op, ref)
         if entry.get("adjust"):
             assert entry["adjust"] in legacy._ADJUST, op
+        # ranges and extra inputs name today's parameters (they apply after the renames)
+        assert not set(entry.get("ranges") or {}) & set(entry.get("rename") or {}), op
 
 
 def test_the_converter_does_not_import_paddle():
