@@ -307,6 +307,8 @@ class BenchSession:
         """Refuse an unwritable --bench-json path before anything is measured (one line)."""
         tmp = self.json_path.with_suffix(".tmp")
         try:
+            if self.json_path.is_dir():
+                raise IsADirectoryError(21, "is a directory", str(self.json_path))
             self.json_path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text("")
             tmp.unlink()
