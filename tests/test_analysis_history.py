@@ -323,3 +323,12 @@ def test_a_large_step_whose_runs_differ_is_not_taken_for_a_lone_outlier():
         v = np.r_[series(30, sigma=0.02, seed=seed), 2.5 * 2.0, 2.5 * 2.6]
         (a,) = simulate_online(v, min_effect=0.05)
         assert (a.index, a.change_index, a.direction) == (31, 30, REGRESSION)
+
+
+def test_a_short_history_is_tested_as_soon_as_it_has_its_runs():
+    """12 runs of history, then two runs 16x slower: raised on the second (the noise scale of a
+    history shorter than the scale window is estimated at every run, not every 4th)."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        v = [*(50e-6 * np.exp(rng.normal(0, 0.1, 12))), 800e-6, 900e-6]
+        assert [a.index for a in simulate_online(v, min_effect=0.05)] == [13]

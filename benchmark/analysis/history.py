@@ -434,7 +434,10 @@ def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_
     # a run's estimate never depends on where a batch of runs starts) and used for the runs up to
     # the next one; each estimate uses only runs before the windows it serves.
     q = max(1, p.scale_stride)
-    e_s = np.arange((e_lo // q) * q, e_hi + 1, q)
+    # (while the history is shorter than the scale window, every run gets its own estimate: a
+    # short history needs each residual it has)
+    pick = np.where(e_idx < p.scale_window, e_idx, (e_idx // q) * q)
+    e_s = np.unique(pick)
     Yw = _windows(yb, p.scale_window)[e_s]
     if e_s[0] < e_lo:
         m0, _ = _trimmed_mean_rows(_windows(yb, p.window)[e_s[:1]], p.trim)
@@ -445,7 +448,6 @@ def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_
     s_s = np.maximum(_biweight_scale_rows(R), max(ser.floor, 1e-12))
     rho_s = _lag1_rows(R, s_s, p.max_rho, p.rho_prior, p.rho_prior_runs)
     ns_s = np.sum(~np.isnan(R), axis=1)
-    pick = (e_idx // q) * q
     pick = np.searchsorted(e_s, pick)
     s, rho, ns = s_s[pick], rho_s[pick], ns_s[pick]
     # Degrees of freedom of the scale: biweight efficiency ~0.85, and an AR(1) series carries
