@@ -19,11 +19,12 @@ import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -252,13 +253,36 @@ def collect_run(
     }
 
 
-def speed_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment variables that change speed: thread counts, allocators, FLAGS_*, devices."""
-    return {
-        name: value
-        for name, value in sorted(environ.items())
-        if name in SPEED_ENV_NAMES or name.startswith(SPEED_ENV_PREFIXES)
-    }
+def speed_environment(
+    environ: Mapping[str, str], known_flags: Collection[str] | None = None
+) -> dict[str, str]:
+    """The environment variables that change speed: thread counts, allocators, devices, and the
+    `FLAGS_*` that paddle defines (`known_flags`, default: those of the paddle already loaded by the
+    runner; none when paddle is not loaded), so `FLAGS_api_token=...` is never recorded. A value
+    whose name looks secret (token, password, key...) is recorded as ***."""
+    flags = _paddle_flag_names() if known_flags is None else set(known_flags)
+    out = {}
+    for name, value in sorted(environ.items()):
+        if name.startswith("FLAGS_"):
+            if name not in flags:
+                continue
+        elif not (name in SPEED_ENV_NAMES or name.startswith(SPEED_ENV_PREFIXES)):
+            continue
+        out[name] = "***" if SECRET_NAME.search(name) else value
+    return out
+
+
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|PWD|CREDENTIAL|AUTH|COOKIE|PRIVATE|API_?KEY|ACCESS_?KEY", re.I)
+
+
+def _paddle_flag_names() -> set[str]:
+    """The flags paddle defines, read from the paddle module the runner already imported (this
+    module never imports a framework itself)."""
+    paddle = sys.modules.get("paddle")
+    try:
+        return set(paddle.base.core.globals().keys()) if paddle is not None else set()
+    except Exception:  # noqa: BLE001 - another build without this API: record no FLAGS_*
+        return set()
 
 
 def git_info(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:

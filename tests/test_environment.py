@@ -101,12 +101,14 @@ def test_collect_run_records_framework_trigger_tags_and_process(monkeypatch, tmp
 
 
 def test_only_the_environment_that_affects_speed_is_recorded():
+    pytest.importorskip("paddle")  # the FLAGS_* recorded are the ones the loaded paddle defines
     environ = {
+        "FLAGS_api_token": "s3cret",  # not a paddle flag: never recorded
         "OMP_NUM_THREADS": "4",
         "MKL_NUM_THREADS": "4",
         "OPENBLAS_NUM_THREADS": "2",
         "MALLOC_MMAP_THRESHOLD_": "131072",
-        "FLAGS_use_cinn": "1",
+        "FLAGS_check_nan_inf": "1",
         "FLAGS_allocator_strategy": "auto_growth",
         "CUDA_VISIBLE_DEVICES": "0",
         "HOME": "/root",
@@ -116,8 +118,16 @@ def test_only_the_environment_that_affects_speed_is_recorded():
     }
     recorded = collect_run(environ=environ)["env"]
     assert recorded == {
-        k: v for k, v in environ.items() if k.startswith(("OMP", "MKL", "OPEN", "MALLOC", "FLAGS", "CUDA"))
+        k: v
+        for k, v in environ.items()
+        if k.startswith(("OMP", "MKL", "OPEN", "MALLOC", "FLAGS", "CUDA")) and k != "FLAGS_api_token"
     }
+
+
+def test_secret_looking_values_are_masked():
+    environ = {"FLAGS_auth_token": "t0ken", "MALLOC_ARENA_MAX": "2", "MKL_LICENSE_PASSWORD": "pw"}
+    recorded = environment.speed_environment(environ, known_flags={"FLAGS_auth_token"})
+    assert recorded == {"FLAGS_auth_token": "***", "MALLOC_ARENA_MAX": "2", "MKL_LICENSE_PASSWORD": "***"}
 
 
 def git(cwd, *args):
