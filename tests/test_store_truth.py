@@ -215,3 +215,21 @@ def test_an_import_is_atomic_and_a_failed_one_does_not_block_the_next(db_url, tm
     with open_store(db_url, create=False, readonly=True) as store:
         (run,) = store.runs()
         assert run["status"] == "complete" and run["results"] == 1 and run["expected_results"] == 1
+
+
+def test_export_takes_a_run_group(db_url, machine, make_result, tmp_path, capsys):
+    with open_store(db_url) as store:
+        shards = []
+        for case, offset in (("op.a", -20), ("op.b", -10)):
+            run = begin(store, machine, offset, run_group="n3", **expected(case))
+            store.add_result(run, make_result(case, samples=SAMPLES))
+            store.finish_run(run)
+            shards.append(run)
+    assert cli("export", "--db", db_url, "--run-group", "n3", "--format", "csv") == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 3 and rows[0].startswith("run_id,")
+    assert cli("export", "--db", db_url, "--run-group", "n3", "--format", "json", "--pytest-benchmark") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(b["name"] for b in doc["benchmarks"]) == ["op.a", "op.b"]
+    assert [r["id"] for r in doc["benchmark"]["runs"]] == shards
+    assert cli("export", "--db", db_url, "--run-group", "nope", "--format", "csv") == 2

@@ -258,6 +258,12 @@ def _register_export(subparsers) -> None:
         "--pytest-benchmark the JSON follows pytest-benchmark's --benchmark-json schema.",
     )
     parser.add_argument("--run", default="latest", metavar="ID", help="run id, or 'latest' (default)")
+    parser.add_argument(
+        "--run-group",
+        metavar="NAME",
+        help="export every run of this group (the shards of one nightly) as one: CSV rows of all "
+        "of them, or one JSON document",
+    )
     parser.add_argument("--format", required=True, choices=("csv", "json"), help="output format")
     parser.add_argument(
         "--pytest-benchmark", action="store_true", help="JSON in pytest-benchmark's --benchmark-json schema"
@@ -269,16 +275,23 @@ def _register_export(subparsers) -> None:
 
 @_command("export")
 def cmd_export(args: argparse.Namespace) -> int:
-    from benchmark.store.io import export_run
+    from benchmark.store.io import export_runs
 
     if args.pytest_benchmark and args.format != "json":
         raise ValueError("--pytest-benchmark needs --format json")
     with open_store(args.db, create=False, readonly=True) as store:
-        run_id = _run_id(store, args.run)
-        text = export_run(store, run_id, args.format, pytest_benchmark=args.pytest_benchmark)
+        if args.run_group:
+            if args.run != "latest":
+                raise ValueError("give --run ID or --run-group NAME, not both")
+            run_ids = store.group_runs(args.run_group)
+            if not run_ids:
+                raise ValueError(f"there are no runs of group {args.run_group!r} in {store.display_url}")
+        else:
+            run_ids = [_run_id(store, args.run)]
+        text = export_runs(store, run_ids, args.format, pytest_benchmark=args.pytest_benchmark)
     if args.out:
         Path(args.out).write_text(text)
-        print(f"wrote run {run_id} to {args.out}", file=sys.stderr)
+        print(f"wrote run {', '.join(map(str, run_ids))} to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

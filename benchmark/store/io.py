@@ -76,6 +76,44 @@ def export_run(store: Store, run_id: int, fmt: str, *, pytest_benchmark: bool = 
     raise ValueError(f"unknown export format {fmt!r} (csv or json)")
 
 
+def export_runs(store: Store, run_ids: list[int], fmt: str, *, pytest_benchmark: bool = False) -> str:
+    """Several runs (a run group) as one: CSV rows of all of them; one JSON document whose
+    `results` hold every run's (each result names its run_id) and `runs` every run. In
+    pytest-benchmark's schema the runs must share one machine."""
+    if len(run_ids) == 1:
+        return export_run(store, run_ids[0], fmt, pytest_benchmark=pytest_benchmark)
+    runs = []
+    for run_id in run_ids:
+        run = store.run(run_id)
+        if run is None:
+            raise ValueError(f"there is no run {run_id} in {store.display_url}")
+        runs.append((run, store.results(run_id)))
+    if fmt == "csv":
+        if pytest_benchmark:
+            raise ValueError("--pytest-benchmark needs --format json")
+        header, *rest = to_csv(*runs[0]).splitlines(keepends=True)
+        return "".join([header, *rest, *(line for r in runs[1:] for line in to_csv(*r).splitlines(True)[1:])])
+    if fmt != "json":
+        raise ValueError(f"unknown export format {fmt!r} (csv or json)")
+    if pytest_benchmark:
+        machines = {run["machine"] for run, _ in runs}
+        if len(machines) > 1:
+            raise ValueError(
+                f"runs {', '.join(map(str, run_ids))} ran on {len(machines)} machines: export them one by one "
+                "in pytest-benchmark's schema (--run ID)"
+            )
+        doc = to_pytest_benchmark(runs[0][0], [r for _, results in runs for r in results])
+        doc["benchmark"]["runs"] = [_run_doc(run) for run, _ in runs]
+    else:
+        doc = {
+            "format": JSON_FORMAT,
+            "run_group": runs[0][0].get("run_group"),
+            "runs": [{**_run_doc(run), "machine_info": run.get("machine_info")} for run, _ in runs],
+            "results": [r for _, results in runs for r in results],
+        }
+    return json.dumps(to_plain(doc), indent=2, allow_nan=False, default=str) + "\n"
+
+
 def to_csv(run: Mapping[str, Any], results: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
