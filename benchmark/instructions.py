@@ -50,8 +50,10 @@ VALGRIND_PACKAGE = "valgrind"  # the Debian package: valgrind itself and valgrin
 REPEATS = 3
 CHUNK_INSTRUCTIONS = 20_000_000
 MAX_CHUNK_ITERATIONS = 64
-WARMUP_ITERATIONS = 20  # at least; and at least WARMUP_S of (valgrind) time, at most MAX_WARMUP
-WARMUP_S = 1.0
+# Warm-up iterations before counting: a fixed number (so every run of a case starts counting from
+# the same state), cut short only by MAX_WARMUP_S for heavy steps (a model's takes seconds).
+WARMUP_ITERATIONS = 50
+WARMUP_S = 0.0  # no time criterion: it would make the number of warm-up iterations vary with load
 MAX_WARMUP = 200
 MAX_WARMUP_S = 10.0
 # The worker's environment: paddle's executor runs its ops on worker threads by default; under
@@ -202,6 +204,21 @@ def eligible(case) -> bool:
     return case.place == "cpu"
 
 
+def worker_env(allocator_control: bool = True) -> dict[str, str]:
+    """The worker's environment: the caller's, plus what makes counts the same whoever starts the
+    worker (the suite, a script, a test): WORKER_ENV, thread counts of 1 and the suite's allocator
+    thresholds, each unless already set."""
+    from benchmark import measure
+
+    env = {**WORKER_ENV, **os.environ}
+    for var in measure.THREAD_VARS:
+        env.setdefault(var, "1")
+    if allocator_control:
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", str(measure.MMAP_THRESHOLD_MAX))
+        env.setdefault("MALLOC_TRIM_THRESHOLD_", str(measure.TRIM_THRESHOLD))
+    return env
+
+
 class InstructionPass:
     """Measures the instruction counts of CPU cases, lazily starting one worker under callgrind.
 
@@ -211,8 +228,14 @@ class InstructionPass:
     """
 
     def __init__(
-        self, tooling: Tooling, *, allocator_control: bool = True, timeout_s: float = CASE_TIMEOUT_S
+        self,
+        tooling: Tooling,
+        *,
+        allocator_control: bool = True,
+        timeout_s: float = CASE_TIMEOUT_S,
+        entry: tuple[str, ...] | None = None,
     ):
+        self.entry = entry  # None: the default worker entry point (see benchmark.workers.Worker)
         self.tooling = tooling
         self.allocator_control = allocator_control
         self.timeout_s = timeout_s
@@ -225,10 +248,16 @@ class InstructionPass:
         self._dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
         out = os.path.join(self._dumps.name, "callgrind.out.%p")
         prefix = [self.tooling.valgrind, *VALGRIND_ARGS, f"--callgrind-out-file={out}", "--log-fd=2", "-q"]
-        env = {**WORKER_ENV, **os.environ}
-        return Worker(
-            prefix=prefix, args=["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out], env=env
-        )
+        args = ["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out]
+        env = worker_env(self.allocator_control)
+        if self.entry is not None:
+            return Worker(prefix=prefix, args=args, env=env, entry=self.entry)
+        return Worker(prefix=prefix, args=args, env=env)
+
+    @property
+    def worker(self):
+        """The current worker (its `ready` record has its pid and startup CPU time), or None."""
+        return self._worker
 
     def measure(self, case) -> CaseResult:
         result = instruction_result_base(case)

@@ -159,10 +159,19 @@ def counted_runs(tmp_path_factory):
         finally:
             counter.close()
 
-    thread = threading.Thread(target=other_process)
-    thread.start()
-    proc = suite(tmp, "--bench-instructions", "--bench-db", url)
-    thread.join()
+    # Both workers start from the same environment (the suite's subprocess gets PYTHONWARNINGS).
+    saved = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = "ignore"
+    try:
+        thread = threading.Thread(target=other_process)
+        thread.start()
+        proc = suite(tmp, "--bench-instructions", "--bench-db", url)
+        thread.join()
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = saved
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "instructions per iteration" in out, out[-4000:]
