@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from benchmark import measure
-from benchmark.config import DEFAULT_MAX_BYTES, Case, config_hash, load_paths
+from benchmark.config import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, Case, config_hash, load_paths
 from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
@@ -175,7 +175,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=DEFAULT_MAX_BYTES,
         metavar="BYTES",
-        help="refuse cases whose inputs need more memory than this (checked before allocating)",
+        help="refuse cases whose inputs (or model, by estimate) need more memory than this (checked "
+        "before allocating)",
+    )
+    g.addoption(
+        "--bench-max-cases",
+        type=int,
+        default=DEFAULT_MAX_CASES,
+        metavar="N",
+        help=f"refuse a config entry that expands to more than N cases (default {DEFAULT_MAX_CASES})",
     )
     g.addoption(
         "--bench-instructions",
@@ -245,9 +253,9 @@ class BenchSession:
         paths = opt("bench_config") or [str(self.root / "configs")]
         cases, issues = load_paths(
             paths,
-            resolver=runners.op_resolver(),
-            models=runners.model_names(),
+            checks=runners.config_checks(),
             max_bytes=opt("bench_max_bytes"),
+            max_cases=opt("bench_max_cases"),
         )
         if issues:
             lines = "\n".join(str(i) for i in issues)
