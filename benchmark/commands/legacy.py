@@ -36,12 +36,7 @@ def _validate(paths: list[Path]) -> list[str]:
     """The written files checked exactly as `benchmark validate` checks them."""
     from benchmark import runners
 
-    if hasattr(runners, "config_checks"):
-        _, issues = load_paths([str(p) for p in paths], checks=runners.config_checks())
-    else:  # pragma: no cover - trees before the allowlist
-        _, issues = load_paths(
-            [str(p) for p in paths], resolver=runners.op_resolver(), models=runners.model_names()
-        )
+    _, issues = load_paths([str(p) for p in paths], checks=runners.config_checks())
     return [str(i) for i in issues]
 
 
