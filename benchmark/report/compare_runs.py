@@ -17,6 +17,7 @@ Everything returned is plain, picklable data, so plots can be rendered in worker
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -353,7 +354,7 @@ def _upto(s: SeriesData, run_id: int) -> SeriesData:
     else:
         t = next(o["time"] for o in s.others if o["run_id"] == run_id)
         end = int(np.searchsorted(np.asarray(s.times), t, side="right"))
-    cut = SeriesData(**{**s.__dict__})
+    cut = copy.copy(s)  # keeps attributes set after construction (events)
     for name in ("run_ids", "times", "commits", "medians", "ci_low", "ci_high", "rounds", "throughput"):
         setattr(cut, name, getattr(s, name)[:end])
     if s.samples is not None:
