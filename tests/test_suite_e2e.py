@@ -118,7 +118,7 @@ def test_bad_config_fails_before_running_with_one_line(tmp_path):
     )
     assert proc.returncode != 0
     err = proc.stdout + proc.stderr
-    assert "tiny.yaml:2: case 'a': field 'op': 'os.system' is not a public paddle API" in err
+    assert "tiny.yaml:2: case 'a': field 'op': 'os.system' is not on the allowlist" in err
     assert "Traceback" not in err
     assert not out.exists()
 
