@@ -290,19 +290,8 @@ class InstructionPass:
 
 
 def instruction_result_base(case) -> CaseResult:
-    return CaseResult(
-        case_id=case.case_id,
-        name=case.name,
-        kind=case.kind,
-        place=case.place,
-        mode=case.mode,
-        config=case.config,
-        config_hash=case.config_hash,
-        tags=list(case.tags),
-        metric=METRIC,
-        unit=UNIT,
-        started_at=time.time(),
-    )
+    """A result of the instructions metric for `case`, started now."""
+    return CaseResult.for_case(case, metric=METRIC, unit=UNIT)
 
 
 def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | None = None) -> CaseResult:

@@ -724,20 +724,6 @@ def bench_session(request) -> BenchSession:
     return request.config.stash[SESSION_KEY]
 
 
-def base_result(case: Case) -> CaseResult:
-    return CaseResult(
-        case_id=case.case_id,
-        name=case.name,
-        kind=case.kind,
-        place=case.place,
-        mode=case.mode,
-        config=case.config,
-        config_hash=case.config_hash,
-        tags=list(case.tags),
-        started_at=time.time(),
-    )
-
-
 def diagnose(case: Case, prepared, result: CaseResult, bench: BenchSession, settings) -> None:
     """After the timed measurement, never inside it: reference check, profile pass, torch timing."""
     from benchmark import runners
@@ -820,7 +806,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     """Prepare, measure and record one case; skips and errors are recorded too, never as numbers."""
     from benchmark import runners
 
-    result = base_result(case)
+    result = CaseResult.for_case(case)
     ok, reason = runners.framework_available(bench.framework)
     if ok:
         ok, reason = runners.place_available(case.place, bench.framework)

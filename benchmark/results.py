@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,23 @@ class CaseResult:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def for_case(cls, case: Any, **fields: Any) -> CaseResult:
+        """A result of `case` (a `benchmark.config.Case`) started now; `fields` set the rest
+        (e.g. metric and unit)."""
+        return cls(
+            case_id=case.case_id,
+            name=case.name,
+            kind=case.kind,
+            place=case.place,
+            mode=case.mode,
+            config=case.config,
+            config_hash=case.config_hash,
+            tags=list(case.tags),
+            started_at=time.time(),
+            **fields,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
