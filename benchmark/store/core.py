@@ -104,6 +104,18 @@ def series_key(result: Mapping[str, Any]) -> SeriesKey:
     )
 
 
+def _run_values(
+    machine: Mapping[str, Any], run: Mapping[str, Any]
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """(machine, its fingerprint, the run row's values) for a new run on `machine`. Drivers, kernel
+    and Python patch version are not in the fingerprint: they are recorded with each run."""
+    machine = dict(machine)
+    fp = machine.get("fingerprint") or fingerprint(machine)
+    values = run_row(run)
+    values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine)}
+    return machine, fp, values
+
+
 @dataclass
 class Baseline:
     """The previous ok results of one series, oldest first, as parallel sequences."""
@@ -253,11 +265,7 @@ class Store:
         `machine` is `environment.collect_machine()` (its fingerprint is computed if absent); `run` is
         `environment.collect_run()`. A run may also carry `status` and `finished_at` (imports do).
         """
-        machine = dict(machine)
-        fp = machine.get("fingerprint") or fingerprint(machine)
-        values = run_row(run)
-        # Drivers, kernel, Python patch version: not in the fingerprint, recorded with each run.
-        values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine)}
+        machine, fp, values = _run_values(machine, run)
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, fp, machine)
@@ -298,11 +306,7 @@ class Store:
         again); they are inserted `batch` at a time, and the id caches are dropped after each batch,
         so memory stays bounded however many results there are. Returns the run id.
         """
-        machine = dict(machine)
-        fp = machine.get("fingerprint") or fingerprint(machine)
-        values = run_row(run)
-        # Drivers, kernel, Python patch version: not in the fingerprint, recorded with each run.
-        values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine)}
+        machine, fp, values = _run_values(machine, run)
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, fp, machine)
