@@ -139,7 +139,8 @@ def _program_case(name: str, sentinel: Path) -> dict:
     }
 
 
-def _with(field: str, name: str, sentinel: Path) -> dict:
+def _op(**fields) -> dict:
+    """A valid CPU op case (paddle.abs on 4 elements) with `fields` replacing or adding fields."""
     case = {
         "name": "abs",
         "kind": "op",
@@ -147,7 +148,7 @@ def _with(field: str, name: str, sentinel: Path) -> dict:
         "op": "paddle.abs",
         "inputs": {"x": {"shape": [4]}},
     }
-    return {**case, field: name}
+    return {**case, **fields}
 
 
 def _one_line_refusal(tmp_path: Path, text: str, field: str | None = None):
@@ -173,14 +174,14 @@ def test_hostile_op_names_are_refused_as_op_and_program_step(tmp_path, sentinel,
 
 @pytest.mark.parametrize("name", HOSTILE_REFERENCES, ids=repr)
 def test_hostile_references_are_refused(tmp_path, sentinel, name):
-    _one_line_refusal(tmp_path, _dump(_with("reference", name, sentinel)), "reference")
+    _one_line_refusal(tmp_path, _dump(_op(reference=name)), "reference")
     with pytest.raises(ValueError):
         resolve_reference(name)
 
 
 @pytest.mark.parametrize("name", HOSTILE_TORCH_OPS, ids=repr)
 def test_hostile_torch_ops_are_refused(tmp_path, sentinel, name):
-    _one_line_refusal(tmp_path, _dump(_with("torch_op", name, sentinel)), "torch_op")
+    _one_line_refusal(tmp_path, _dump(_op(torch_op=name)), "torch_op")
     with pytest.raises(ValueError):
         resolve_torch_name(sys.modules.get("torch"), name)
 
@@ -269,16 +270,7 @@ cases:
 
 
 def test_attrs_are_bound_against_the_signature(tmp_path):
-    text = _dump(
-        {
-            "name": "s",
-            "kind": "op",
-            "places": ["cpu"],
-            "op": "paddle.sum",
-            "inputs": {"x": {"shape": [4]}},
-            "attrs": {"axsi": -1},
-        }
-    )
+    text = _dump(_op(name="s", op="paddle.sum", attrs={"axsi": -1}))
     line = _one_line_refusal(tmp_path, text, "attrs")
     assert "axsi" in line and "paddle.sum(x, axis" in line
     text = _dump(
@@ -297,16 +289,7 @@ def test_attrs_are_bound_against_the_signature(tmp_path):
 
 def test_oversized_grid_is_refused_before_expansion(tmp_path):
     grid = {f"p{i}": list(range(50)) for i in range(10)}
-    text = _dump(
-        {
-            "name": "g",
-            "kind": "op",
-            "places": ["cpu"],
-            "op": "paddle.abs",
-            "inputs": {"x": {"shape": [4]}},
-            "grid": grid,
-        }
-    )
+    text = _dump(_op(name="g", grid=grid))
     line = _one_line_refusal(tmp_path, text, "grid")
     assert "expands to 97656250000000000 cases" in line and "--max-cases" in line
 
@@ -324,17 +307,7 @@ def test_model_arguments_count_against_max_bytes(tmp_path):
 
 
 def test_a_grid_value_cannot_escape_the_trace_dir_through_the_case_id(tmp_path):
-    text = _dump(
-        {
-            "name": "t",
-            "kind": "op",
-            "places": ["cpu"],
-            "op": "paddle.sum",
-            "inputs": {"x": {"shape": [4]}},
-            "attrs": {"name": "$n"},
-            "grid": {"n": ["../../../x", "a/b c"]},
-        }
-    )
+    text = _dump(_op(name="t", op="paddle.sum", attrs={"name": "$n"}, grid={"n": ["../../../x", "a/b c"]}))
     path = tmp_path / "c.yaml"
     path.write_text(text)
     loaded = load_file(path, checks=runners.config_checks())
@@ -348,14 +321,7 @@ def test_a_grid_value_cannot_escape_the_trace_dir_through_the_case_id(tmp_path):
 @pytest.mark.parametrize("text", ["name: abs\n", "tags: [smoke]\n"])
 def test_a_trailing_newline_does_not_pass_the_name_patterns(tmp_path, text):
     key, value = text.split(": ", 1)
-    case = {
-        "name": "abs",
-        "kind": "op",
-        "places": ["cpu"],
-        "op": "paddle.abs",
-        "inputs": {"x": {"shape": [4]}},
-    }
-    case[key] = "abs\n" if key == "name" else ["smoke\n"]
+    case = _op(**{key: "abs\n" if key == "name" else ["smoke\n"]})
     _one_line_refusal(tmp_path, _dump(case), key)
 
 
