@@ -158,8 +158,16 @@ def test_program_and_model_kinds(tmp_path):
 @pytest.mark.parametrize(
     ("case", "field", "expected"),
     [
-        ("{name: a, kind: op, op: paddle.no_such_op, inputs: {x: {shape: [2]}}}", "op", "not on the allowlist"),
-        ("{name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}", "op", "namespace 'os' is not allowed"),
+        (
+            "{name: a, kind: op, op: paddle.no_such_op, inputs: {x: {shape: [2]}}}",
+            "op",
+            "not on the allowlist",
+        ),
+        (
+            "{name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}",
+            "op",
+            "namespace 'os' is not allowed",
+        ),
         (
             "{name: a, kind: op, op: paddle.__class__, inputs: {x: {shape: [2]}}}",
             "op",
@@ -170,7 +178,11 @@ def test_program_and_model_kinds(tmp_path):
             "op",
             "no private, dunder",
         ),
-        ("{name: a, kind: op, op: paddle.os.system, inputs: {x: {shape: [2]}}}", "op", "not on the allowlist"),
+        (
+            "{name: a, kind: op, op: paddle.os.system, inputs: {x: {shape: [2]}}}",
+            "op",
+            "not on the allowlist",
+        ),
         (
             "{name: a, kind: op, op: paddle.nn.Linear, inputs: {x: {shape: [2]}}}",
             "op",

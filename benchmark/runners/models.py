@@ -61,7 +61,9 @@ def check_args(name: str, args: dict[str, Any], batch_size: Any = None) -> tuple
     if name in ("lstm", "gru"):
         gates = 4 if name == "lstm" else 3
         i, h, n = full["input_size"], full["hidden_size"], full["num_layers"]
-        params = gates * (i * h + h * h + 2 * h) + (n - 1) * gates * (2 * h * h + 2 * h) + h * full["num_classes"]
+        params = (
+            gates * (i * h + h * h + 2 * h) + (n - 1) * gates * (2 * h * h + 2 * h) + h * full["num_classes"]
+        )
         activations = b * full["seq_len"] * (i + 2 * gates * h * n)
     else:  # resnet18: 11.2M weights before the head; about 10M saved activations per 224x224 image
         params = 11_200_000 + 513 * full["num_classes"]
