@@ -250,6 +250,12 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[
 def measure_plain(prepared, settings: MeasureSettings) -> list[float]:
     """The same warmup, calibration and synchronized rounds as `measure`, without pytest-benchmark
     (for a second measurement inside one item, e.g. the torch equivalent of a case)."""
+    return measure_rounds(prepared, settings)[0]
+
+
+def measure_rounds(prepared, settings: MeasureSettings) -> tuple[list[float], Plan]:
+    """Warm up, calibrate and time synchronized rounds: (seconds per iteration per round, plan).
+    What a worker process's `time` task runs (benchmark/runners/worker.py)."""
     n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
     p = plan(estimate, n_warm, settings)
     samples = []
@@ -261,7 +267,7 @@ def measure_plain(prepared, settings: MeasureSettings) -> list[float]:
             step()
         sync()
         samples.append((time.perf_counter() - t0) / p.iterations)
-    return samples[1:]
+    return samples[1:], p
 
 
 def format_time(seconds: float | None) -> str:

@@ -46,11 +46,14 @@ class Worker:
         env: dict[str, str] | None = None,
         stderr=None,
         entry: Sequence[str] = ("-m", WORKER_MODULE),
+        python: str | None = None,
     ):
         """`entry`: what the interpreter runs (default `-m benchmark.runners.worker`; a script that
-        wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test)."""
+        wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test).
+        `python`: the interpreter (default this one; another environment's, e.g. for an A/B of two
+        framework builds, must be able to import `benchmark`)."""
         read_fd, write_fd = os.pipe()
-        cmd = [*prefix, sys.executable, *entry, "--records-fd", str(write_fd), *args]
+        cmd = [*prefix, python or sys.executable, *entry, "--records-fd", str(write_fd), *args]
         self.command = cmd
         self.started = time.monotonic()
         self.proc = subprocess.Popen(

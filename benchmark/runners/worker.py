@@ -7,8 +7,8 @@ imported once, before the `ready` line, so its cost is paid once for every case 
 A case that raises yields an error record and the worker goes on with the next request; the worker
 exits when stdin closes.
 
-Tasks (`TASKS`): `instructions` (callgrind instruction counts, `instructions_worker`). Issue 11's
-timing trials can register a `time` task here.
+Tasks (`TASKS`): `instructions` (callgrind instruction counts, `instructions_worker`) and `time`
+(one timing trial: prepare, warm up, calibrated rounds; `measure.measure_rounds`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,46 @@ def _instructions(case, params, options) -> dict[str, Any]:
     return measure_instructions(case, params, options)
 
 
-TASKS: dict[str, TaskFn] = {"instructions": _instructions}
+def _time(case, params, options) -> dict[str, Any]:
+    """One timing trial: prepare the case, warm up, calibrate and time rounds (measure.measure_rounds).
+
+    params: `settings` (MeasureSettings fields to override). The record's `samples` are host
+    seconds per iteration, one per timed round, all from this process."""
+    from benchmark import measure, runners
+
+    settings = measure.MeasureSettings().override(params.get("settings") or {})
+    t0, c0 = time.perf_counter(), time.process_time()
+    prepared = runners.prepare(case)
+    try:
+        prepare_s = time.perf_counter() - t0
+        faults0 = measure.minor_faults()
+        t1 = time.perf_counter()
+        samples, plan = measure.measure_rounds(prepared, settings)
+        timed_s = time.perf_counter() - t1
+        faults = measure.minor_faults() - faults0
+        peak = prepared.peak_memory() if prepared.peak_memory else None
+        info = dict(prepared.info)
+        items = prepared.items_per_step
+    finally:
+        prepared.close()
+    return {
+        "status": "ok",
+        "samples": samples,
+        "iterations": plan.iterations,
+        "warmup_iterations": plan.warmup_iterations,
+        "estimate_s": plan.estimate,
+        "items_per_step": items,
+        "peak_memory_bytes": peak,
+        "page_faults_per_iter": faults / max(1, (plan.rounds + 1) * plan.iterations),
+        "prepare_s": prepare_s,
+        "timed_s": timed_s,
+        "case_s": time.perf_counter() - t0,
+        "case_cpu_s": time.process_time() - c0,
+        "info": info,
+    }
+
+
+TASKS: dict[str, TaskFn] = {"instructions": _instructions, "time": _time}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
