@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from benchmark import legacy
 from benchmark.commands import positive_int
-from benchmark.config import load_paths
+from benchmark.config import DEFAULT_MAX_CASES, load_paths
 
 
 def _read(path: Path) -> object:
@@ -32,12 +33,26 @@ def _read(path: Path) -> object:
     return data
 
 
-def _validate(paths: list[Path]) -> list[str]:
-    """The written files checked exactly as `benchmark validate` checks them."""
-    from benchmark import runners
+class _Validator:
+    """The written files checked exactly as `benchmark validate` checks them, one file at a time (so
+    memory stays bounded by the largest input file), with case ids unique across all of them."""
 
-    _, issues = load_paths([str(p) for p in paths], checks=runners.config_checks())
-    return [str(i) for i in issues]
+    def __init__(self):
+        from benchmark import runners
+
+        self.checks = runners.config_checks()
+        self.seen: dict[str, str] = {}  # case id -> the file that defined it
+
+    def __call__(self, path: Path, expected_cases: int) -> list[str]:
+        # The converter wrote the file: the case cap only guards against expanding more than it wrote.
+        cap = max(DEFAULT_MAX_CASES, 8 * expected_cases)
+        cases, issues = load_paths([str(path)], checks=self.checks, max_cases=cap)
+        out = [str(i) for i in issues]
+        for case in cases:
+            first = self.seen.setdefault(case.id, str(path))
+            if first != str(path):
+                out.append(f"{path}: case id {case.id!r} is also defined in {first}")
+        return out
 
 
 def _resolver():
@@ -54,14 +69,15 @@ def _resolver():
 
 def cmd_import_legacy(args) -> int:
     out_dir = Path(args.out)
-    written: list[Path] = []
-    converted = skipped = 0
+    written = converted = skipped = 0
     resolve = _resolver()
     if resolve is None:
         print(
             "paddle is not importable here: only ops of the alias table convert, unchecked", file=sys.stderr
         )
-    reports: list[legacy.Report] = []
+    counts: Counter[str] = Counter()  # configs per outcome, kept as counts (bounded memory)
+    validate = _Validator()
+    issues: list[str] = []
     for name in args.files:
         path = Path(name)
         try:
@@ -77,7 +93,8 @@ def cmd_import_legacy(args) -> int:
             backward=args.backward,
             resolve=resolve,
         )
-        reports.extend(conv.reports)
+        del data
+        counts.update(legacy.reason_counts(conv.reports))
         for report in conv.reports:
             print(report, file=sys.stdout if report.status == "converted" else sys.stderr)
         converted += len(conv.cases)
@@ -86,14 +103,12 @@ def cmd_import_legacy(args) -> int:
             out_dir.mkdir(parents=True, exist_ok=True)
             target = out_dir / f"{path.stem}.yaml"
             target.write_text(legacy.to_yaml(conv), encoding="utf-8")
-            written.append(target)
-    issues = _validate(written) if written else []
-    for issue in issues:
-        print(f"invalid output: {issue}", file=sys.stderr)
-    print(legacy.format_reason_table(legacy.reason_counts(reports)))
-    print(
-        f"{converted} case(s) written to {len(written)} file(s) in {out_dir}; {skipped} config(s) not converted"
-    )
+            written += 1
+            for issue in validate(target, len(conv.cases)):
+                print(f"invalid output: {issue}", file=sys.stderr)
+                issues.append(issue)
+    print(legacy.format_reason_table(counts))
+    print(f"{converted} case(s) written to {written} file(s) in {out_dir}; {skipped} config(s) not converted")
     if issues:
         return 2
     return 0 if converted else 1
