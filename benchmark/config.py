@@ -138,6 +138,12 @@ class MeasureSpec(_Strict):
     max_time: float | None = Field(None, gt=0, description="seconds of timed rounds (target)")
     round_time: float | None = Field(None, gt=0, description="target seconds per round")
     max_rounds: int | None = Field(None, ge=1)
+    processes: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="worker processes that measure the case (default: the run's --bench-processes)",
+    )
 
 
 class ProgramOp(_Strict):
@@ -696,6 +702,9 @@ def _expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases)
         return []
 
     body = spec.model_dump(exclude={"grid", "places", "modes", "dtypes", "tags", "description"})
+    if body["measure"].get("processes") is None:
+        # Unset, it leaves the config (and so the config hash of every existing case) as it was.
+        body["measure"].pop("processes", None)
     out: list[Case] = []
     seen_variants: set[str] = set()
     for point in _grid_points(spec.grid):

@@ -7,6 +7,7 @@ from benchmark.plugin import (  # noqa: F401 - pytest finds hooks and fixtures b
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_generate_tests,
+    pytest_runtestloop,
     pytest_sessionfinish,
     pytest_sessionstart,
     pytest_terminal_summary,

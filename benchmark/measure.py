@@ -54,6 +54,21 @@ class MeasureSettings:
         known = {k: v for k, v in overrides.items() if k in asdict(self) and v is not None}
         return replace(self, **known)
 
+    def per_process(self, processes: int) -> MeasureSettings:
+        """The settings of one of `processes` worker-process trials of a case, so that P trials
+        together cost about what one in-process measurement did: each process gets `max_time / P`
+        of timed rounds and `ceil(min_rounds / P)` rounds at least (3 at least), and warms up for
+        `warmup_time / 2` (a trial runs in a worker that is already warm from other cases; the case
+        itself still warms up, with at least `min_warmup_iterations`). P <= 1: unchanged."""
+        if processes <= 1:
+            return self
+        return replace(
+            self,
+            warmup_time=self.warmup_time / 2,
+            max_time=self.max_time / processes,
+            min_rounds=max(3, math.ceil(self.min_rounds / processes)),
+        )
+
 
 @dataclass
 class Plan:
@@ -253,11 +268,15 @@ def measure_plain(prepared, settings: MeasureSettings) -> list[float]:
     return measure_rounds(prepared, settings)[0]
 
 
-def measure_rounds(prepared, settings: MeasureSettings) -> tuple[list[float], Plan]:
+def measure_rounds(
+    prepared, settings: MeasureSettings, counters: dict[str, Any] | None = None
+) -> tuple[list[float], Plan]:
     """Warm up, calibrate and time synchronized rounds: (seconds per iteration per round, plan).
-    What a worker process's `time` task runs (benchmark/runners/worker.py)."""
+    What a worker process's `time` task runs (benchmark/runners/worker.py). `counters`, if given,
+    gets `minor_faults`: the minor page faults of the timed rounds (warmup excluded)."""
     n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
     p = plan(estimate, n_warm, settings)
+    faults0 = minor_faults()
     samples = []
     step, sync = prepared.step, prepared.sync
     for _ in range(p.rounds + 1):
@@ -267,6 +286,8 @@ def measure_rounds(prepared, settings: MeasureSettings) -> tuple[list[float], Pl
             step()
         sync()
         samples.append((time.perf_counter() - t0) / p.iterations)
+    if counters is not None:
+        counters["minor_faults"] = minor_faults() - faults0
     return samples[1:], p
 
 

@@ -16,6 +16,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -29,6 +30,9 @@ from benchmark.config import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, Case, config_
 from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
+DEFAULT_PROCESSES = 3
+# pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
+BETWEEN_CV_WARNING = 0.10
 RUN_GROUP_ENV = "BENCHMARK_RUN_GROUP"
 JSON_REFRESH_S = 5.0
 PYTEST_BENCHMARK_DEFAULT_COLUMNS = [
@@ -194,6 +198,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "valgrind the suite says so in one line and measures time only",
     )
     g.addoption(
+        "--bench-processes",
+        type=int,
+        default=DEFAULT_PROCESSES,
+        metavar="N",
+        help=f"measure each case in N fresh worker processes (default {DEFAULT_PROCESSES}; a case's "
+        "`measure: {processes: N}` overrides it); the trials run in randomized interleaved rounds and "
+        "the case's value is the median of the per-process medians. 0: measure in this process "
+        "through pytest-benchmark's fixture, as before issue 11 (for debugging; one process is no "
+        "evidence of run-to-run noise)",
+    )
+    g.addoption(
+        "--bench-seed",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="seed of the random order of the trials (default: a fresh one, recorded with the run)",
+    )
+    g.addoption(
         "--bench-require-place",
         default=None,
         metavar="PLACES",
@@ -243,6 +265,13 @@ class BenchSession:
         self.instructions = None  # benchmark.instructions.InstructionPass with --bench-instructions
         self.run_info: dict[str, Any] = {}
         self.machine: dict[str, Any] = {}
+        self.processes: int = opt("bench_processes")
+        if self.processes < 0:
+            raise pytest.UsageError(f"--bench-processes {self.processes}: expected 0 (in-process) or more")
+        seed = opt("bench_seed")
+        self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
+        # Results of the cases measured in worker processes (`measure_in_workers`), by case id.
+        self.worker_results: dict[str, CaseResult] = {}
         self.cases = self._load_cases()
 
     # -- cases ---------------------------------------------------------------------------
@@ -297,6 +326,11 @@ class BenchSession:
         self.run_info["threads"] = self.threads
         self.run_info["allocator"] = self.allocator
         self.run_info["settings"] = measure.asdict(self.settings)
+        self.run_info["trials"] = (
+            {"processes": self.processes, "seed": self.seed, "order": "randomized interleaved rounds"}
+            if self.processes
+            else {"processes": 0, "order": "in-process"}
+        )
         if self.config.getoption("bench_no_store"):
             if self.config.getoption("bench_gate"):
                 raise pytest.UsageError(
@@ -402,6 +436,124 @@ class BenchSession:
         self.record(result)
         if result.status == "error":  # the time result is recorded; the item fails with the reason
             pytest.fail(f"{case.id}: instruction count: {result.message}", pytrace=False)
+
+    # -- worker processes ------------------------------------------------------------------
+    def case_processes(self, case: Case) -> int:
+        """How many worker processes measure `case` (0: in this process, the run's --bench-processes 0)."""
+        if self.processes == 0:
+            return 0
+        return int(case.measure.get("processes") or self.processes)
+
+    def trial_params(self, trial) -> dict[str, Any]:
+        """The `time` request of one trial: the case's settings divided over its processes
+        (`MeasureSettings.per_process`); the first trial also runs the checks after its timing."""
+        opt = self.config.getoption
+        case = trial.case
+        settings = self.settings.override(case.measure).per_process(trial.processes)
+        params: dict[str, Any] = {
+            "settings": measure.asdict(settings),
+            "allocator_control": not opt("bench_no_malloc_control"),
+        }
+        if trial.index == 0:
+            trace_dir = opt("bench_trace_dir")
+            trace = Path(trace_dir) / f"{case.id}.json" if trace_dir else None
+            if trace is not None:
+                trace.parent.mkdir(parents=True, exist_ok=True)
+            params["diagnose"] = {
+                "accuracy": not opt("bench_no_accuracy"),
+                "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and self.framework == "paddle"),
+                "profile": bool(opt("bench_profile") or case.config.get("profile")),
+                "trace": str(trace) if trace else None,
+            }
+        return params
+
+    def measure_in_workers(self, items: list) -> None:
+        """Measure every selected case in worker processes, in randomized interleaved rounds
+        (`benchmark.trials`), before the items run; each case is recorded (history, JSON) as soon
+        as its last trial is in, and its item then reports it."""
+        from benchmark import runners, trials
+        from benchmark.workers import Worker
+
+        cases = [i.callspec.params["bench_case"] for i in items if _bench_case_item(i)]
+        if self.processes == 0 or not cases:
+            return
+        todo, states = [], {}
+        for case in cases:
+            if case.id in states:
+                continue
+            ok, reason = runners.framework_available(self.framework)
+            if ok:
+                ok, reason = runners.place_available(case.place, self.framework)
+            result = CaseResult.for_case(case)
+            if not ok:
+                result.status, result.message = "skipped", reason
+                result.finished_at = time.time()
+                self.worker_results[case.id] = result
+                self.record(result)
+                continue
+            states[case.id] = _CaseTrials(case=case, result=result)
+            todo.append((case.id, case, self.case_processes(case)))
+        if not todo:
+            return
+        rounds = trials.plan_trials(todo, self.seed)
+        total = sum(len(r) for r in rounds)
+        progress = _Progress(self.config, total, len(rounds))
+        progress.line(
+            f"benchmark: {len(todo)} case(s) in worker processes ({_counts(p for _, _, p in todo)} "
+            f"each): {total} trials in {len(rounds)} randomized interleaved round(s), seed {self.seed}; "
+            f"worker output in {self.json_path.with_name('workers.log')}"
+        )
+        interval = self.config.getoption("bench_nvml_interval")
+
+        def should_run(trial) -> bool:
+            return self.store_error is None and not states[trial.key].done
+
+        def on_start(trial, worker):
+            progress.start(trial)
+            sampler = start_telemetry(trial.case.place, interval)
+            if sampler is None:
+                return None
+
+            def stop() -> None:
+                sampler.stop()
+                states[trial.key].telemetry.setdefault(trial.index, sampler.telemetry())
+
+            return stop
+
+        def on_record(trial, record) -> None:
+            state = states[trial.key]
+            progress.done(trial, record)
+            if state.add(trial, record):
+                self.worker_results[trial.key] = state.finish(self.config.getoption("verbose") > 0)
+                self.record(self.worker_results[trial.key])
+
+        log = self.worker_log()
+
+        def new_worker():
+            return Worker(stderr=log)
+
+        try:
+            trials.run_trials(
+                rounds,
+                new_worker,
+                self.trial_params,
+                on_record,
+                should_run=should_run,
+                on_start=on_start,
+                on_round=progress.round_done,
+            )
+        finally:
+            if log is not None:
+                log.close()
+
+    def worker_log(self):
+        """Where the workers' own output goes (what the framework prints): `workers.log` beside the
+        JSON summary; None (the terminal) when it cannot be opened."""
+        path = self.json_path.with_name("workers.log")
+        try:
+            return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed after the trials
+        except OSError:
+            return None
 
     def check_telemetry(self, config: pytest.Config) -> None:
         """Say once, in one line, when CUDA cases will run without GPU telemetry."""
@@ -614,6 +766,20 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     items[:] = others + gate_items if config.getoption("bench_gate") else others
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session):
+    """Before the items run: measure the selected cases in worker processes (interleaved trials)."""
+    bench = session.config.stash.get(SESSION_KEY, None)
+    if (
+        bench is not None
+        and not session.config.getoption("collectonly")
+        and not session.testsfailed
+        and bench.processes > 0
+    ):
+        bench.measure_in_workers(session.items)
+    return (yield)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = session.config.stash.get(SESSION_KEY, None)
     if bench is not None and not session.config.getoption("collectonly"):
@@ -803,7 +969,8 @@ def start_telemetry(place: str, interval: float):
 
 
 def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
-    """Prepare, measure and record one case; skips and errors are recorded too, never as numbers."""
+    """Prepare, measure and record one case in this process (--bench-processes 0); skips and
+    errors are recorded too, never as numbers."""
     from benchmark import runners
 
     result = CaseResult.for_case(case)
@@ -853,3 +1020,221 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     if result.warnings and bench.config.getoption("verbose") > 0:
         print("\n".join(f"warning: {w}" for w in result.warnings), file=sys.stderr)
     return result
+
+
+def report_case(case: Case, bench: BenchSession) -> CaseResult:
+    """The body of an item whose case was measured in worker processes: count its instructions
+    (with --bench-instructions), then pass, skip or fail with the recorded result."""
+    result = bench.worker_results.get(case.id)
+    if result is None:
+        why = f"history store: {bench.store_error}" if bench.store_error else "the trials did not reach it"
+        pytest.skip(f"not measured ({why})")
+    bench.record_instructions(case, result)
+    if result.status == "skipped":
+        pytest.skip(result.message)
+    if result.status in ("error", "failed"):
+        pytest.fail(f"{case.id}: {result.message}", pytrace=False)
+    if result.warnings and bench.config.getoption("verbose") > 0:
+        print("\n".join(f"warning: {w}" for w in result.warnings), file=sys.stderr)
+    return result
+
+
+@dataclasses.dataclass
+class _CaseTrials:
+    """The trials of one case so far, and the result they make (`finish`)."""
+
+    case: Case
+    result: CaseResult
+    entries: list = dataclasses.field(default_factory=list)
+    records: list = dataclasses.field(default_factory=list)  # the ok records, in trial order
+    first: dict | None = None  # the record of trial 0 (it carries the checks after timing)
+    telemetry: dict = dataclasses.field(default_factory=dict)
+    skipped: str | None = None
+    error: str | None = None
+    done: bool = False
+
+    def add(self, trial, record: dict) -> bool:
+        """Take one trial's record; True when the case has no more trials to run."""
+        from benchmark.results import process_entry
+
+        status = record.get("status")
+        if trial.index == 0:
+            self.first = record
+        if status == "skipped":
+            self.skipped = str(record.get("message") or "skipped by the runner")
+        else:
+            ok = status == "ok" and bool(record.get("samples"))
+            message = None if ok else str(record.get("message") or f"trial status {status!r} without samples")
+            self.entries.append(
+                process_entry(
+                    trial.index,
+                    record.get("pid"),
+                    trial.order,
+                    "ok" if ok else "error",
+                    record.get("samples") if ok else None,
+                    int(record.get("iterations") or 1),
+                    message,
+                )
+            )
+            if ok:
+                self.records.append(record)
+            elif self.error is None:
+                self.error = message
+                if record.get("traceback"):
+                    self.result.extra["traceback"] = record["traceback"]
+        self.done = bool(self.skipped or self.error) or trial.index == trial.processes - 1
+        return self.done
+
+    def finish(self, verbose: bool = False) -> CaseResult:
+        """The case's result from its trials (see the shared contract: run value = median of the
+        process values, pooled raw samples, per-process entries)."""
+        from benchmark.analysis.summary import stability_warnings
+        from benchmark.results import summarize_processes
+
+        r = self.result
+        r.processes = self.entries
+        r.finished_at = time.time()
+        if self.telemetry:
+            r.telemetry = self.telemetry[min(self.telemetry)]
+        if self.skipped:
+            r.status, r.message = "skipped", self.skipped
+            return r
+        if self.error:
+            r.status, r.message = "error", self.error
+            r.stats = {"rounds": 0, "processes": len(self.records)}
+            return r
+        pooled, stats = summarize_processes(self.entries)
+        records = self.records
+        first = records[0]
+        r.status = "ok"
+        r.samples, r.stats = pooled, stats
+        r.iterations = int(first.get("iterations") or 1)
+        r.warmup_rounds = 1
+        device = [x for rec in records for x in rec.get("device_samples") or []]
+        r.device_samples = device or None
+        peaks = [rec["peak_memory_bytes"] for rec in records if rec.get("peak_memory_bytes") is not None]
+        r.peak_memory_bytes = max(peaks) if peaks else None
+        faults = [float(rec.get("page_faults_per_iter") or 0.0) for rec in records]
+        r.page_faults_per_iter = sum(faults) / len(faults)
+        r.extra.update(
+            {
+                "prepare_s": first.get("prepare_s"),
+                "warmup_iterations": first.get("warmup_iterations"),
+                "estimate_s": first.get("estimate_s"),
+                "timed_s": sum(float(rec.get("timed_s") or 0.0) for rec in records),
+                "processes": len(records),
+            }
+        )
+        r.extra.update(first.get("info") or {})
+        # Within-process stability: each process's samples scaled to the run value, so that the
+        # level differences between processes (reported as between_cv) do not count twice.
+        median = stats["median"]
+        scaled = [
+            x * median / e["value"]
+            for e in self.entries
+            if e["status"] == "ok" and e["value"]
+            for x in e["samples"]
+        ]
+        r.warnings = stability_warnings(scaled, min_rounds=10)
+        cv = stats.get("between_cv")
+        if cv is not None and cv == cv and cv > BETWEEN_CV_WARNING:
+            values = ", ".join(measure.format_time(e["value"]) for e in self.entries if e["status"] == "ok")
+            r.warnings.append(
+                f"processes disagree: the {stats['processes']} process values ({values}) spread by "
+                f"{cv:.0%} (> {BETWEEN_CV_WARNING:.0%}); the machine may be busy or the case sensitive "
+                "to process state (try more processes)"
+            )
+        if median and r.page_faults_per_iter * measure.FAULT_COST_S > 0.02 * median:
+            r.warnings.append(
+                f"page faults: {r.page_faults_per_iter:.1f} minor faults per iteration (~"
+                f"{r.page_faults_per_iter * measure.FAULT_COST_S / median:.0%} of the time); the timing "
+                "includes memory mapping (allocator not controlled, or tensors above the mmap threshold)"
+            )
+        items = first.get("items_per_step")
+        if items and median:
+            r.throughput, r.throughput_unit, r.batch_size = items / median, "samples/s", items
+        self._checks(self.first or {})
+        return r
+
+    def _checks(self, record: dict) -> None:
+        """The checks trial 0 ran after its timing: reference check, torch timing, profile pass."""
+        r = self.result
+        if record.get("accuracy") is not None:
+            r.accuracy = record["accuracy"]
+            if r.accuracy.get("status") in ("failed", "error"):
+                r.status = "failed"
+                r.message = f"accuracy vs {r.accuracy['reference']}: {r.accuracy.get('message')}"
+        torch = record.get("torch")
+        if torch is not None:
+            median = r.stats.get("median")
+            if torch.get("status") == "ok":
+                torch["paddle_over_torch"] = (
+                    median / torch["median"] if median and torch.get("median") else None
+                )
+            r.extra["torch"] = torch
+        if record.get("profile") is not None:
+            r.profile = record["profile"]
+
+
+def _counts(values) -> str:
+    distinct = sorted(set(values))
+    return "/".join(str(v) for v in distinct)
+
+
+class _Progress:
+    """Progress of the trials on the terminal: one line per round; with -v one line per trial; on
+    a TTY the current trial on a line rewritten in place."""
+
+    def __init__(self, config: pytest.Config, total: int, rounds: int):
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self.verbose = config.getoption("verbose") > 0
+        self.tty = bool(getattr(self.reporter, "isatty", False)) if self.reporter is not None else False
+        self.total, self.rounds = total, rounds
+        self.count = 0
+        self.errors = 0
+        self.round_started = time.monotonic()
+        self.round_trials = 0
+
+    def line(self, text: str, **markup) -> None:
+        if self.reporter is None:
+            print(text, file=sys.stderr)
+            return
+        if self.tty:
+            self.reporter.rewrite("")
+        self.reporter.ensure_newline()
+        self.reporter.write_line(text, **markup)
+
+    def start(self, trial) -> None:
+        if self.tty and self.reporter is not None:
+            self.reporter.rewrite(
+                f"round {trial.round + 1}/{self.rounds}, trial {self.count + 1}/{self.total}: "
+                f"{trial.case.id} ({trial.index + 1} of {trial.processes})"
+            )
+
+    def done(self, trial, record: dict) -> None:
+        self.count += 1
+        self.round_trials += 1
+        ok = record.get("status") == "ok" and record.get("samples")
+        if not ok and record.get("status") != "skipped":
+            self.errors += 1
+        if self.verbose or (not ok and record.get("status") != "skipped"):
+            samples = sorted(record.get("samples") or [])
+            what = (
+                measure.format_time(samples[len(samples) // 2])
+                if ok
+                else f"{str(record.get('status')).upper()}: {record.get('message')}"
+            )
+            self.line(
+                f"  trial {self.count}/{self.total} {trial.case.id} [{trial.case.place} {trial.case.mode}] "
+                f"process {trial.index + 1}/{trial.processes} pid {record.get('pid')}: {what}",
+                red=not ok and record.get("status") != "skipped",
+            )
+
+    def round_done(self, r: int, trials: list) -> None:
+        took = time.monotonic() - self.round_started
+        errors = f", {self.errors} error(s) so far" if self.errors else ""
+        self.line(
+            f"benchmark: round {r + 1}/{self.rounds} done: {self.round_trials} trial(s) in {took:.1f} s{errors}"
+        )
+        self.round_started = time.monotonic()
+        self.round_trials = 0

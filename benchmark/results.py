@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ class CaseResult:
     extra: dict[str, Any] = field(default_factory=dict)
     started_at: float | None = None
     finished_at: float | None = None
+    # One entry per worker-process trial of the case in this run, in the order the trials ran
+    # (`process_entry`); empty for in-process measurement and results recorded before issue 11.
+    processes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -77,6 +81,64 @@ class CaseResult:
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def process_entry(
+    index: int,
+    pid: int | None,
+    order: int,
+    status: str,
+    samples: list[float] | None = None,
+    iterations: int = 1,
+    message: str | None = None,
+) -> dict[str, Any]:
+    """One worker-process trial of a case: its raw samples (seconds per iteration, one per round)
+    and its value, the median of those samples (None for a trial that did not measure)."""
+    samples = [float(x) for x in samples or []]
+    ok = status == "ok" and bool(samples)
+    return {
+        "index": int(index),
+        "pid": int(pid) if pid is not None else None,
+        "order": int(order),
+        "status": "ok" if ok else "error",
+        "value": float(statistics.median(samples)) if ok else None,
+        "samples": samples,
+        "iterations": int(iterations),
+        "message": message,
+    }
+
+
+def process_values(processes: list[dict[str, Any]] | None) -> list[float]:
+    """The values (per-process medians) of the ok trials, in trial order."""
+    return [float(p["value"]) for p in processes or [] if p.get("status") == "ok" and p.get("value")]
+
+
+def between_process_cv(values: list[float]) -> float:
+    """The spread of the process values: the sample standard deviation (ddof=1) of their logs
+    (about the coefficient of variation for small spreads); NaN with fewer than 2 values."""
+    if len(values) < 2:
+        return math.nan
+    return statistics.stdev(math.log(v) for v in values)
+
+
+def summarize_processes(processes: list[dict[str, Any]]) -> tuple[list[float], dict[str, Any]]:
+    """(pooled samples, stats) of a case measured in worker processes.
+
+    The pooled samples are the raw samples of all ok trials; the stats summarize them, except
+    `median`, the run value: the median of the per-process values (rounds inside one process are
+    not independent evidence, processes are). `processes` is the number of ok trials and
+    `between_cv` their spread (`between_process_cv`).
+    """
+    from benchmark.analysis.summary import summarize
+
+    pooled = [x for p in processes if p.get("status") == "ok" for x in p.get("samples") or []]
+    stats: dict[str, Any] = summarize(pooled)
+    values = process_values(processes)
+    if values:
+        stats["median"] = float(statistics.median(values))
+    stats["processes"] = len(values)
+    stats["between_cv"] = between_process_cv(values)
+    return pooled, stats
 
 
 def bad_timings(values: Any) -> int:

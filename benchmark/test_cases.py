@@ -1,11 +1,14 @@
 """One pytest item per expanded YAML case (see benchmark/plugin.py), and with --bench-gate one gate
 item per case, run after all cases were measured."""
 
-from benchmark.plugin import run_case, run_gate
+from benchmark.plugin import report_case, run_case, run_gate
 
 
-def test_case(bench_case, benchmark, bench_session):
-    run_case(bench_case, benchmark, bench_session)
+def test_case(bench_case, bench_session, request):
+    if bench_session.processes > 0:  # measured in worker processes before the items ran
+        report_case(bench_case, bench_session)
+    else:  # --bench-processes 0: measured here, through pytest-benchmark's fixture
+        run_case(bench_case, request.getfixturevalue("benchmark"), bench_session)
 
 
 def test_gate(gate_case, bench_session):

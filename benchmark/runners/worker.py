@@ -34,28 +34,43 @@ def _instructions(case, params, options) -> dict[str, Any]:
 def _time(case, params, options) -> dict[str, Any]:
     """One timing trial: prepare the case, warm up, calibrate and time rounds (measure.measure_rounds).
 
-    params: `settings` (MeasureSettings fields to override). The record's `samples` are host
-    seconds per iteration, one per timed round, all from this process."""
+    params: `settings` (MeasureSettings fields to override); `diagnose` (optional, after the timed
+    rounds, never inside them: `accuracy` true runs the reference check, `vs_torch` true times the
+    torch equivalent with the same settings, `profile` true runs the profile pass, writing a chrome
+    trace to `trace` if given). The record's `samples` are host seconds per iteration, one per
+    timed round, all from this process; on a device place `device_samples` are device seconds per
+    iteration from events around up to 50 further rounds."""
     from benchmark import measure, runners
 
     settings = measure.MeasureSettings().override(params.get("settings") or {})
+    diagnose = params.get("diagnose") or {}
     t0, c0 = time.perf_counter(), time.process_time()
     prepared = runners.prepare(case)
+    extra: dict[str, Any] = {}
     try:
         prepare_s = time.perf_counter() - t0
-        faults0 = measure.minor_faults()
+        counters: dict[str, Any] = {}
         t1 = time.perf_counter()
-        samples, plan = measure.measure_rounds(prepared, settings)
+        samples, plan = measure.measure_rounds(prepared, settings, counters)
         timed_s = time.perf_counter() - t1
-        faults = measure.minor_faults() - faults0
+        faults = counters["minor_faults"]
+        device = measure.device_times(prepared, plan, min(plan.rounds, 50)) if case.place != "cpu" else None
         peak = prepared.peak_memory() if prepared.peak_memory else None
         info = dict(prepared.info)
         items = prepared.items_per_step
+        if diagnose.get("accuracy"):
+            extra["accuracy"] = runners.check_accuracy(case, prepared)
+        if diagnose.get("vs_torch"):
+            extra["torch"] = torch_timing(case, settings)
+        if diagnose.get("profile"):
+            trace = diagnose.get("trace")
+            extra["profile"] = runners.profile_pass(case, prepared, trace)
     finally:
         prepared.close()
     return {
         "status": "ok",
         "samples": samples,
+        "device_samples": device,
         "iterations": plan.iterations,
         "warmup_iterations": plan.warmup_iterations,
         "estimate_s": plan.estimate,
@@ -63,10 +78,38 @@ def _time(case, params, options) -> dict[str, Any]:
         "peak_memory_bytes": peak,
         "page_faults_per_iter": faults / max(1, (plan.rounds + 1) * plan.iterations),
         "prepare_s": prepare_s,
-        "timed_s": timed_s,
+        "timed_s": timed_s,  # warmup and timed rounds
         "case_s": time.perf_counter() - t0,
         "case_cpu_s": time.process_time() - c0,
         "info": info,
+        **extra,
+    }
+
+
+def torch_timing(case, settings) -> dict[str, Any]:
+    """Time the case's torch equivalent with the same warmup, calibration and sync: its median
+    seconds per iteration (the caller forms the paddle/torch ratio), or why it was skipped."""
+    from benchmark import measure, runners
+    from benchmark.plugin import as_torch_case
+
+    ok, reason = runners.framework_available("torch")
+    if ok:
+        ok, reason = runners.place_available(case.place, "torch")
+    if not ok:
+        return {"status": "skipped", "message": reason}
+    try:
+        prepared = runners.prepare(as_torch_case(case))
+    except runners.RunnerUnavailable as e:
+        return {"status": "skipped", "message": str(e)}
+    try:
+        samples = measure.measure_plain(prepared, settings)
+    finally:
+        prepared.close()
+    return {
+        "status": "ok",
+        "median": float(sorted(samples)[len(samples) // 2]),
+        "rounds": len(samples),
+        "info": prepared.info,
     }
 
 
