@@ -44,7 +44,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from benchmark.environment import fingerprint, volatile_environment
-from benchmark.results import timing_problem
+from benchmark.results import bad_timings, timing_problem
 from benchmark.store.engine import StoreError, error_reason, shown, writer
 from benchmark.store.models import (
     RESULT_STATUSES,
@@ -53,6 +53,7 @@ from benchmark.store.models import (
     Machine,
     Profile,
     Result,
+    ResultProcess,
     Run,
     Series,
     Telemetry,
@@ -66,6 +67,7 @@ T = TypeVar("T")
 
 MACHINE, RUN, CASE, SERIES, RESULT = (m.__table__ for m in (Machine, Run, Case, Series, Result))
 TELEMETRY, PROFILE = Telemetry.__table__, Profile.__table__
+PROCESS = ResultProcess.__table__
 
 STAT_COLUMNS = ("min", "max", "median", "mean", "stddev", "q1", "q3", "iqr", "ci_low", "ci_high")
 FINAL_RUN_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
@@ -129,6 +131,9 @@ class Baseline:
     medians: np.ndarray = field(default_factory=lambda: np.empty(0))
     samples: list[np.ndarray] = field(default_factory=list)
     unit: str | None = None
+    # Per result, the values (per-process medians) of its ok worker-process trials, in trial order;
+    # an empty array for results measured in one process (before issue 11, or --bench-processes 0).
+    process_values: list[np.ndarray] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.run_ids)
@@ -431,18 +436,28 @@ class Store:
         profiles = [
             profile_row(rid, d["profile"]) for rid, d in zip(ids, batch, strict=True) if d.get("profile")
         ]
+        processes = [
+            row for rid, d in zip(ids, batch, strict=True) for row in process_rows(rid, d.get("processes"))
+        ]
         if telemetry:
             conn.execute(sa.insert(TELEMETRY), telemetry)
         if profiles:
             conn.execute(sa.insert(PROFILE), profiles)
+        if processes:
+            conn.execute(sa.insert(PROCESS), processes)
         if self._heartbeat_due(run_id):
             self._touch(conn, run_id)
         return ids
 
     def _single_insert(self, run_id: int, data: dict[str, Any]) -> bool:
         """Whether storing `data` is one INSERT: a server database, its run, case and series ids
-        already known, no telemetry or profile rows, no heartbeat due (see `_insert_results`)."""
-        if self.engine.dialect.name == "sqlite" or data.get("telemetry") or data.get("profile"):
+        already known, no telemetry, profile or process rows, no heartbeat due (see `_insert_results`)."""
+        if (
+            self.engine.dialect.name == "sqlite"
+            or data.get("telemetry")
+            or data.get("profile")
+            or data.get("processes")
+        ):
             return False
         if run_id not in self._runs or self._heartbeat_due(run_id):
             return False
@@ -656,7 +671,13 @@ class Store:
             ids = [r["id"] for r in rows]
             telemetry = _by_result(conn, TELEMETRY, ids)
             profiles = _by_result(conn, PROFILE, ids)
-        return [case_result_dict(row, telemetry.get(row["id"]), profiles.get(row["id"])) for row in rows]
+            processes = _processes_by_result(conn, ids)
+        out = []
+        for row in rows:
+            result = case_result_dict(row, telemetry.get(row["id"]), profiles.get(row["id"]))
+            result["processes"] = processes.get(row["id"], [])
+            out.append(result)
+        return out
 
     def history(
         self,
@@ -671,7 +692,7 @@ class Store:
         `pattern` is a glob (if it has * or ?; brackets are literal) or else a substring of the case id. `place` matches a
         place exactly, or every device of a kind ("gpu" matches "gpu:0"). `last` keeps the latest N
         results per series. Rows carry run time, commit, machine fingerprint and summary statistics;
-        raw samples (float64 arrays) only `with_samples`.
+        raw samples (float64 arrays) and the per-process entries (`processes`) only `with_samples`.
         """
         with self._read() as conn:
             cases = _matching_cases(conn, pattern)
@@ -679,10 +700,12 @@ class Store:
                 return []
             query = _history_query(cases, place, last, with_samples)
             rows = [dict(r) for r in conn.execute(query).mappings()]
+            processes = _processes_by_result(conn, [r["result_id"] for r in rows]) if with_samples else {}
         for row in rows:
             row.pop("rn", None)
             if with_samples:
                 row["samples"] = decode_samples(row["samples"])
+                row["processes"] = processes.get(row["result_id"], [])
         return rows
 
     def baselines(
@@ -703,6 +726,7 @@ class Store:
             fetch = _postgresql_baselines if conn.dialect.name == "postgresql" else _generic_baselines
             found = fetch(conn, run_id, targets[0].run_time, last, statuses)
             _fill_commits(conn, found.values())
+            _fill_process_values(conn, found.values())
         return {
             (t.case_id, t.config_hash, t.place, t.mode, t.metric): found.get(t.series_id, Baseline())
             for t in targets
@@ -821,6 +845,65 @@ def result_row(data: Mapping[str, Any]) -> dict[str, Any]:
         accuracy=data.get("accuracy"),
     )
     return row
+
+
+def process_rows(result_id: int, processes: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Rows of result_process from a result's `processes` entries (see `benchmark.results.process_entry`)."""
+    rows = []
+    for k, p in enumerate(processes or []):
+        status = p.get("status") or "ok"
+        if status not in ("ok", "error"):
+            raise ValueError(f"a process entry's status must be ok or error, not {status!r}")
+        samples = list(p.get("samples") or [])
+        bad = bad_timings(samples)
+        if bad:
+            raise ValueError(
+                f"process {p.get('index', k)}: {bad} of {len(samples)} samples are not finite positive numbers"
+            )
+        rows.append(
+            {
+                "result_id": result_id,
+                "process_index": int(p.get("index", k)),
+                "pid": _int(p.get("pid")),
+                "trial_order": int(p.get("order", k)),
+                "status": status,
+                "value": _float(p.get("value")),
+                "iterations": int(p.get("iterations") or 1),
+                "samples": encode_samples(samples),
+                "message": p.get("message"),
+            }
+        )
+    return rows
+
+
+def process_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored process row as the `processes` entry it was made from."""
+    samples = decode_samples(row["samples"])
+    return {
+        "index": row["process_index"],
+        "pid": row["pid"],
+        "order": row["trial_order"],
+        "status": row["status"],
+        "value": row["value"],
+        "samples": [] if samples is None else samples.tolist(),
+        "iterations": row["iterations"],
+        "message": row["message"],
+    }
+
+
+def _processes_by_result(conn: Connection, result_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The process entries of each result, in trial order (results without any are absent)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for start in range(0, len(result_ids), 10_000):
+        chunk = result_ids[start : start + 10_000]
+        query = (
+            sa.select(PROCESS)
+            .where(PROCESS.c.result_id.in_(chunk))
+            .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
+        )
+        for row in conn.execute(query).mappings():
+            out.setdefault(row["result_id"], []).append(process_dict(row))
+    return out
 
 
 def telemetry_row(result_id: int, telemetry: Mapping[str, Any]) -> dict[str, Any]:
@@ -1127,6 +1210,24 @@ def _fill_commits(conn: Connection, baselines: Iterable[Baseline]) -> None:
     commits = dict(conn.execute(sa.select(RUN.c.id, RUN.c.git_commit).where(RUN.c.id.in_(run_ids))).all())
     for baseline in baselines:
         baseline.git_commits = [commits.get(r) for r in baseline.run_ids]
+
+
+def _fill_process_values(conn: Connection, baselines: Iterable[Baseline]) -> None:
+    baselines = list(baselines)
+    result_ids = [r for b in baselines for r in b.result_ids]
+    values: dict[int, list[float]] = {}
+    for start in range(0, len(result_ids), 10_000):
+        chunk = result_ids[start : start + 10_000]
+        query = (
+            sa.select(PROCESS.c.result_id, PROCESS.c.value)
+            .where(PROCESS.c.result_id.in_(chunk), PROCESS.c.status == "ok")
+            .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
+        )
+        for rid, value in conn.execute(query).all():
+            if value is not None:
+                values.setdefault(rid, []).append(value)
+    for baseline in baselines:
+        baseline.process_values = [np.asarray(values.get(r, []), dtype=float) for r in baseline.result_ids]
 
 
 def _pid_alive(pid: int, started_at: dt.datetime | None) -> bool:

@@ -2,6 +2,7 @@
 
     machine 1──* run 1──* result *──1 series *──1 case
                  machine 1──* series               result 1──0..1 telemetry, profile
+                                                   result 1──* result_process
 
 - machine: one row per fingerprint (what makes timings comparable); `info` is the full description.
 - run: one invocation of the suite: times, status, code (git), framework build, speed environment.
@@ -13,6 +14,7 @@
   little-endian bytes (`encode_samples`). `run_time` copies the run's start (epoch seconds) so that
   "the last N results of a series before time T" is one index range scan.
 - telemetry / profile: filled by later issues (NVML timelines, profiler op tables).
+- result_process: one row per worker-process trial of a result (issue 11), with its raw samples.
 
 Migrations live in `migrations/`; every schema change here needs a new revision there.
 """
@@ -272,3 +274,23 @@ class Profile(Base):
     op_table: Mapped[list | dict | None] = mapped_column(JSONType)
     copies: Mapped[dict | None] = mapped_column(JSONType)
     info: Mapped[dict] = mapped_column(JSONType)
+
+
+class ResultProcess(Base):
+    """One worker-process trial of a result (revision 0006): its raw samples (float64 bytes, as
+    `result.samples`) and value (their median), its pid and place in the run's trial order."""
+
+    __tablename__ = "result_process"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    result_id: Mapped[int] = mapped_column(BigId, sa.ForeignKey("result.id"), index=True)
+    # 0..P-1: which of the case's P processes.
+    process_index: Mapped[int] = mapped_column(sa.Integer())
+    pid: Mapped[int | None] = mapped_column(sa.Integer())
+    # Position of the trial in the run's randomized trial sequence.
+    trial_order: Mapped[int] = mapped_column(sa.Integer())
+    status: Mapped[str] = mapped_column(sa.String(16))
+    value: Mapped[float | None] = mapped_column(sa.Double())
+    iterations: Mapped[int] = mapped_column(sa.Integer())
+    samples: Mapped[bytes | None] = mapped_column(sa.LargeBinary())
+    message: Mapped[str | None] = mapped_column(sa.Text())
