@@ -113,8 +113,12 @@ class Worker:
         except (BrokenPipeError, OSError):
             return self._fail("exited before the request")
         self.requests += 1
-        line = self._read_line(time.monotonic() + timeout_s)
+        deadline = time.monotonic() + timeout_s
+        line = self._read_line(deadline)
         if line is None:
+            if time.monotonic() < deadline:  # the records pipe closed: the worker is exiting
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(timeout=5.0)
             why = "died" if not self.alive() else f"no answer within {timeout_s:.0f} s, killed"
             return self._fail(why)
         try:
