@@ -63,6 +63,8 @@ def run_suite(tmp_path: Path, *args: str, config: str = TINY) -> tuple[subproces
         "--bench-json",
         str(out),
         "--bench-no-store",
+        "--bench-processes",
+        "1",  # the flows, not the between-process statistics (tests/test_trials.py), are tested here
         *args,
     ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

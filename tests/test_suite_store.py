@@ -45,6 +45,8 @@ def start_suite(tmp: Path, url: str, max_time: float, tag: str = "a") -> subproc
         url,
         "--bench-json",
         str(tmp / f"summary-{tag}.json"),
+        "--bench-processes",
+        "1",  # one worker process per case: each case is stored as soon as it is measured
     ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     return subprocess.Popen(
