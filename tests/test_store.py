@@ -105,6 +105,65 @@ def test_round_trip_keeps_every_field_and_the_raw_samples(store, machine):
     assert CaseResult.from_dict(stored).samples == original.samples
 
 
+def with_processes(result: CaseResult) -> CaseResult:
+    """`result` as measured in three worker processes, the last of which died."""
+    from benchmark.results import process_entry, summarize_processes
+
+    result.processes = [
+        process_entry(0, 4101, 2, "ok", [1.0e-3, 1.1e-3, 0.9e-3], iterations=5),
+        process_entry(1, 4102, 7, "ok", [1.3e-3, 1.2e-3, 1.25e-3], iterations=4),
+        process_entry(
+            2, 4103, 9, "error", None, message="worker process died (exit status -9) during trial 3 of 3"
+        ),
+    ]
+    result.samples, result.stats = summarize_processes(result.processes)
+    return result
+
+
+def test_per_process_trials_round_trip_in_trial_order(store, machine):
+    original = with_processes(full_result())
+    run_id = new_run(store, machine)
+    store.add_result(run_id, original)
+    (stored,) = store.results(run_id)
+    assert stored["processes"] == original.processes
+    assert (
+        stored["stats"]["median"] == original.stats["median"] == pytest.approx(1.125e-3)
+    )  # of 1.0 and 1.25 ms
+    assert stored["stats"]["processes"] == 2
+    assert stored["stats"]["between_cv"] == pytest.approx(original.stats["between_cv"])
+    (row,) = store.history("resnet50", with_samples=True)
+    assert row["processes"] == original.processes
+    assert "processes" not in store.history("resnet50")[0]  # summary rows stay light
+    later = new_run(store, machine, offset=10)
+    store.add_result(later, full_result())
+    (base,) = store.baselines(later, statuses=None).values()
+    assert [list(v) for v in base.process_values] == [pytest.approx([1.0e-3, 1.25e-3])]
+
+
+def test_a_process_entry_with_bad_samples_is_refused(store, machine):
+    result = with_processes(full_result())
+    result.processes[0]["samples"] = [1e-3, float("nan")]
+    run_id = new_run(store, machine)
+    with pytest.raises(ValueError, match="process 0: 1 of 2 samples"):
+        store.add_result(run_id, result)
+    assert store.results(run_id) == []
+
+
+def test_exported_processes_import_back(store, machine, tmp_path):
+    from benchmark.store.io import export_run, import_pytest_benchmark
+
+    original = with_processes(full_result())
+    run_id = new_run(store, machine)
+    store.add_result(run_id, original)
+    store.finish_run(run_id, "complete")
+    path = tmp_path / "run.json"
+    path.write_text(export_run(store, run_id, "json", pytest_benchmark=True))
+    imported = import_pytest_benchmark(store, path)
+    (again,) = store.results(imported.run_id)
+    assert again["processes"] == original.processes
+    assert again["stats"]["median"] == pytest.approx(original.stats["median"])
+
+
 def test_results_that_are_not_numbers_stay_that_way(store, machine, make_result):
     run_id = new_run(store, machine)
     store.add_result(run_id, make_result("op.skip", samples=[], status="skipped", message="no CUDA device"))

@@ -515,6 +515,35 @@ def _our_case_problems(ours: Any) -> list[str]:
             isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31
         ):
             problems.append(f".{key}: expected a whole number, got {_shown(value)}")
+    problems += _processes_problems(ours.get("processes"))
+    return problems
+
+
+def _processes_problems(processes: Any) -> list[str]:
+    """Problems of a result's per-process entries (issue 11; absent in older exports)."""
+    if processes is None:
+        return []
+    if not isinstance(processes, list):
+        return [f".processes: expected a list, got {_kind(processes)}"]
+    problems = []
+    for k, p in enumerate(processes):
+        where = f".processes[{k}]"
+        if not isinstance(p, dict):
+            problems.append(f"{where}: expected an object, got {_kind(p)}")
+            continue
+        if p.get("status") not in ("ok", "error"):
+            problems.append(f"{where}.status: expected 'ok' or 'error', got {_shown(p.get('status'))}")
+        samples = p.get("samples") or []
+        if not isinstance(samples, list):
+            problems.append(f"{where}.samples: expected a list, got {_kind(samples)}")
+        elif bad_timings(samples):
+            problems.append(f"{where}.samples: {bad_timings(samples)} are not finite positive seconds")
+        if p.get("value") is not None and (_finite(p["value"]) is None or p["value"] <= 0):
+            problems.append(f"{where}.value: expected finite positive seconds, got {_shown(p['value'])}")
+        for key in ("index", "order", "iterations"):
+            value = p.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                problems.append(f"{where}.{key}: expected a whole number, got {_shown(value)}")
     return problems
 
 
