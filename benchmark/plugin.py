@@ -31,6 +31,7 @@ from benchmark.results import CaseResult
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 DEFAULT_PROCESSES = 3
+QUICK_PROCESSES = 2  # smoke runs: the fewest processes that still show a between-process spread
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10
 RUN_GROUP_ENV = "BENCHMARK_RUN_GROUP"
@@ -200,9 +201,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--bench-processes",
         type=int,
-        default=DEFAULT_PROCESSES,
+        default=None,
         metavar="N",
-        help=f"measure each case in N fresh worker processes (default {DEFAULT_PROCESSES}; a case's "
+        help=f"measure each case in N fresh worker processes (default {DEFAULT_PROCESSES}, "
+        f"{QUICK_PROCESSES} with --bench-quick; a case's "
         "`measure: {processes: N}` overrides it); the trials run in randomized interleaved rounds and "
         "the case's value is the median of the per-process medians. 0: measure in this process "
         "through pytest-benchmark's fixture, as before issue 11 (for debugging; one process is no "
@@ -265,7 +267,10 @@ class BenchSession:
         self.instructions = None  # benchmark.instructions.InstructionPass with --bench-instructions
         self.run_info: dict[str, Any] = {}
         self.machine: dict[str, Any] = {}
-        self.processes: int = opt("bench_processes")
+        processes = opt("bench_processes")
+        if processes is None:
+            processes = QUICK_PROCESSES if opt("bench_quick") else DEFAULT_PROCESSES
+        self.processes: int = processes
         if self.processes < 0:
             raise pytest.UsageError(f"--bench-processes {self.processes}: expected 0 (in-process) or more")
         seed = opt("bench_seed")

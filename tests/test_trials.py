@@ -82,6 +82,22 @@ def test_processes_share_the_measurement_budget():
     assert MeasureSettings.quick().per_process(5).min_rounds == 3
 
 
+def test_a_case_may_set_its_process_count_and_an_unset_one_leaves_its_series_alone(tmp_path):
+    from benchmark.config import load_file
+
+    path = tmp_path / "c.yaml"
+    case = "  - {name: c_%s, kind: op, op: paddle.abs, inputs: {x: {shape: [4]}}, places: [cpu]%s}\n"
+    path.write_text("cases:\n" + case % ("a", "") + case % ("b", ", measure: {processes: 5}"))
+    loaded = load_file(path)
+    assert not loaded.issues
+    a, b = loaded.cases
+    assert "processes" not in a.config["measure"]  # unset: the config (and its hash) as before
+    assert a.measure == {} and b.measure == {"processes": 5}
+    path.write_text("cases:\n" + case % ("c", ", measure: {processes: 0}"))
+    (issue,) = load_file(path).issues
+    assert "processes" in str(issue)
+
+
 # ------------------------------------------------------------------------------------------ end to end
 
 CONFIG = """
