@@ -1,19 +1,31 @@
-"""The gate: pass or fail a run, with a reason per case. Reads the store, decides with the analysis.
+"""The judge: the one decision function behind `benchmark gate`, the `--bench-gate` pytest items,
+the Markdown report and the HTML dashboard (:func:`judge` / :func:`evaluate`), with the per-case
+settings of configs/gates.yaml. Reads the store, decides with the analysis.
+
+Every decision has a :class:`~benchmark.verdict.Verdict` and says where its evidence came from
+(:class:`~benchmark.verdict.Evidence`). A worker process is the unit of measurement: a run's value
+for a case is the median of its processes' values (the median of the raw samples for a run measured
+in one process), and two runs are compared by their per-process values, never by raw rounds as if
+they were independent (:func:`benchmark.analysis.compare.compare_processes`).
 
 Two baselines:
 
-* ``history`` (default, the nightly gate): each series' per-run medians on the same machine with
-  the same config hash, the new run last, go through the online detector
-  (:func:`benchmark.analysis.history.check_latest`): a robust baseline, windows of the newest runs,
-  persistence, minimum effect. A series with fewer runs than the detector needs falls back to an
-  A/B of the raw samples against its previous run.
-* a run id (pull requests: base vs head): an A/B of each case's raw samples against the same
-  series in that run (:func:`benchmark.analysis.compare.compare`).
+* ``history`` (default, the nightly gate): each series' run values on the same machine with the
+  same config hash, the new run last, go through the online detector
+  (:func:`benchmark.analysis.history.simulate_online`; evidence ``history``), with each run's
+  between-process standard error as the floor under its noise. A series with fewer runs than the
+  detector needs falls back to an A/B against its previous run: Welch on the log values of the two
+  runs' processes (``ab_processes``); when a side has fewer than 2 process values, the two run
+  values against the between-run noise of the series' history (``ab_history_noise``), or
+  ``inconclusive`` (not failing) when there is no such history.
+* a run id (pull requests: base vs head): the same A/B against the same series in that run.
 
 Across the run, the p-values of all tested cases go through Benjamini-Hochberg: a regression whose
 q-value exceeds ``alpha`` is reported as ``inconclusive`` (a 500-case nightly tested at 1% would
-otherwise fail on chance alone). A case that errored or failed its accuracy check fails the gate
-too; a skipped case does not.
+otherwise fail on chance alone). A regression needs that significance and an effect beyond the
+case's ``min_effect``. A case that errored or failed its accuracy check fails the gate too; a
+skipped case does not. A run with nothing to compare yet (every measured case is ``new``) passes
+with a notice (:func:`nothing_to_compare`).
 
 The metric and its direction come from configs/gates.yaml: ``time`` (seconds per iteration, lower
 is better) or ``throughput`` (items per second, higher is better; derived from the same samples
@@ -28,25 +40,33 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats as sps
 
-from benchmark.analysis.compare import compare
+from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.fdr import adjust_pvalues
-from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
+from benchmark.analysis.history import (
+    DEFAULT_PARAMS,
+    between_run_noise,
+    latest_pvalue,
+    process_noise,
+    simulate_online,
+)
 from benchmark.gates import Gates, GateSettings
 from benchmark.results import bad_timings
+from benchmark.verdict import FAILING, Evidence, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)
 
-FAILING = ("regression", "failed", "error")
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
 # of two runs: a shorter history falls back to an A/B against the previous run.
 MIN_RUNS = max(DEFAULT_PARAMS.min_history, DEFAULT_PARAMS.min_noise_runs + 2)
+_AB_EVIDENCE = {"processes": Evidence.AB_PROCESSES, "history_noise": Evidence.AB_HISTORY_NOISE}
 
 
 class GateInputError(Exception):
-    """The gate cannot decide (no such run, no baseline at all): exit status 2."""
+    """The gate cannot decide (no such run, an incomplete run): exit status 2."""
 
 
 @dataclass
@@ -56,21 +76,25 @@ class Decision:
     place: str
     mode: str
     metric: str
-    verdict: str  # regression, improvement, pass, inconclusive, new, failed, error, skipped
+    verdict: Verdict
     effect: float = math.nan  # relative change of the metric, new/baseline - 1
     ci_low: float = math.nan  # interval of the effect
     ci_high: float = math.nan
     p_value: float = math.nan
     q_value: float = math.nan
-    evidence: str = ""
+    evidence: str = ""  # what the evidence says, in words
+    evidence_kind: Evidence = Evidence.NONE  # where it came from
     baseline: str = ""
     reason: str = ""
     change_run_id: int | None = None
     config_hash: str = ""
-    value: float | None = None  # the new run's median, in the metric's unit
-    baseline_value: float | None = None  # the baseline's median (the level before the change)
+    value: float | None = None  # the new run's value (median of its processes), in the metric's unit
+    baseline_value: float | None = None  # the baseline's value (the level before the change)
     baseline_run_id: int | None = None  # the run compared with (the latest run of the baseline)
     unit: str = "s"
+    processes: int = 0  # ok worker processes of the new run's result (0: measured in one process)
+    min_effect: float = math.nan  # the case's minimum effect (configs/gates.yaml)
+    confidence: float = math.nan  # of the effect's interval
 
     @property
     def failing(self) -> bool:
@@ -89,78 +113,166 @@ class Decision:
         return {**asdict(self), "failing": self.failing}
 
 
+@dataclass
+class Judgement:
+    """The judge's answer for a run: every decision, whether it passes, and a notice when there was
+    nothing to compare yet."""
+
+    decisions: list[Decision]
+    notice: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return passed(self.decisions)
+
+
 # ---------------------------------------------------------------------------------------- metrics
 
 
 def metric_samples(samples: Sequence[float] | np.ndarray, metric: str, batch: int | None) -> np.ndarray:
-    """Raw samples in the metric's units: seconds per iteration, or items per second."""
-    x = np.asarray(samples, dtype=float)
+    """Raw samples (or per-process values, seconds per iteration) in the metric's units: seconds per
+    iteration, or items per second."""
+    x = np.asarray(samples if samples is not None else [], dtype=float)
     x = x[np.isfinite(x) & (x > 0)]
     return (batch or 1) / x if metric == "throughput" else x
 
 
-def _effect_interval(c) -> tuple[float, float, float]:
-    return c.ratio - 1.0, c.ci_low - 1.0, c.ci_high - 1.0
+def ok_process_values(processes: Iterable[Mapping[str, Any]] | None) -> list[float]:
+    """The values (seconds per iteration) of a result's ok worker-process trials, in trial order."""
+    out = []
+    for p in processes or []:
+        v = p.get("value")
+        if p.get("status", "ok") == "ok" and v is not None and math.isfinite(v) and v > 0:
+            out.append(float(v))
+    return out
 
 
-def _ab(decision: Decision, base: np.ndarray, new: np.ndarray, s: GateSettings, label: str) -> Decision:
-    c = compare(base, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha)
-    decision.effect, decision.ci_low, decision.ci_high = _effect_interval(c)
+def run_value(process_values: np.ndarray, samples: np.ndarray) -> float | None:
+    """A run's value for a case: the median of its process values, else of its raw samples."""
+    if process_values.size:
+        return float(np.median(process_values))
+    return float(np.median(samples)) if samples.size else None
+
+
+def _side(process_values: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """The values one side of an A/B contributes: its processes', or its one run value."""
+    if process_values.size:
+        return process_values
+    v = run_value(process_values, samples)
+    return np.asarray([] if v is None else [v], dtype=float)
+
+
+def _ab(
+    decision: Decision,
+    base: np.ndarray,
+    new: np.ndarray,
+    s: GateSettings,
+    label: str,
+    noise: tuple[float, float] | None,
+) -> Decision:
+    sigma, df = noise if noise is not None else (None, None)
+    c = compare_processes(
+        base, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha,
+        noise=sigma, noise_df=df,
+    )  # fmt: skip
+    decision.effect = c.ratio - 1.0
+    decision.ci_low, decision.ci_high = c.ci_low - 1.0, c.ci_high - 1.0
+    decision.confidence = c.confidence
     decision.p_value = c.p_value
-    decision.verdict = {"slower": "regression", "faster": "improvement", "same": "pass"}.get(
-        c.verdict, "inconclusive"
-    )
-    decision.evidence = f"A/B on raw samples ({c.n_baseline} vs {c.n_candidate}): p={c.p_value:.2g}"
+    decision.verdict = {
+        "slower": Verdict.REGRESSION,
+        "faster": Verdict.IMPROVEMENT,
+        "same": Verdict.PASS,
+    }.get(c.verdict, Verdict.INCONCLUSIVE)
+    decision.evidence_kind = _AB_EVIDENCE.get(c.method, Evidence.NONE)
+    if c.method == "processes":
+        decision.evidence = (
+            f"A/B, processes as the unit ({c.n_baseline} vs {c.n_candidate}): p={c.p_value:.2g}"
+        )
+    elif c.method == "history_noise":
+        decision.evidence = f"A/B of run values against the history's between-run noise: p={c.p_value:.2g}"
+    else:
+        decision.evidence = "A/B: no honest variance estimate"
     decision.baseline = label
     decision.baseline_value = float(np.median(base)) if base.size else None
     decision.reason = c.reason
     return decision
 
 
-def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: GateSettings) -> Decision:
-    batch = result.get("batch_size")
-    earlier = []  # (run id, raw samples in the metric's unit) of each earlier run, oldest first
-    for run, raw in zip(base.run_ids, base.samples, strict=True) if base is not None else ():
+def _earlier_runs(base, s: GateSettings, batch) -> tuple[list, list, list, list]:
+    """(run ids, run values, raw samples, process values) of a series' earlier ok runs, oldest
+    first, in the metric's units; runs with invalid samples are left out (the caller says so)."""
+    runs, values, samples, procs = [], [], [], []
+    if base is None:
+        return runs, values, samples, procs
+    pvs = base.process_values if len(base.process_values) == len(base.run_ids) else [None] * len(base.run_ids)
+    for run, raw, pv in zip(base.run_ids, base.samples, pvs, strict=True):
         if bad_timings(raw):  # NaN/inf/non-positive samples (older histories): left out, and said
             continue
         x = metric_samples(raw, s.metric, batch)
-        if x.size:
-            earlier.append((run, x))
-    runs = [run for run, _ in earlier]
-    samples = [*(x for _, x in earlier), new]
-    values = [float(np.median(x)) for x in samples]
-    if len(values) < MIN_RUNS:
-        if not runs:
-            decision.verdict, decision.reason = "new", "no earlier ok result of this series on this machine"
-            return decision
-        label = f"run {runs[-1]} (A/B: only {len(values) - 1} earlier run(s), the history gate needs {MIN_RUNS - 1})"
+        p = metric_samples(pv if pv is not None else [], s.metric, batch)
+        v = run_value(p, x)
+        if v is not None:
+            runs.append(run)
+            values.append(v)
+            samples.append(x)
+            procs.append(p)
+    return runs, values, samples, procs
+
+
+def _history(
+    decision: Decision, base, new: np.ndarray, new_procs: np.ndarray, result: Mapping, s: GateSettings
+) -> Decision:
+    runs, values, samples, procs = _earlier_runs(base, s, result.get("batch_size"))
+    if not runs:
+        decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
+        return decision
+    if len(values) + 1 < MIN_RUNS:
+        label = (
+            f"run {runs[-1]} (A/B: only {len(values)} earlier run(s), the history gate needs {MIN_RUNS - 1})"
+        )
         decision.baseline_run_id = runs[-1]
-        return _ab(decision, samples[-2], new, s, label)
-    values = values[-(s.history_runs + 1) :]
-    samples = samples[-(s.history_runs + 1) :]
+        return _ab(
+            decision,
+            _side(procs[-1], samples[-1]),
+            _side(new_procs, new),
+            s,
+            label,
+            between_run_noise(values),
+        )
+    values = [*values, decision.value][-(s.history_runs + 1) :]
+    samples = [*samples, new][-(s.history_runs + 1) :]
+    noise = [process_noise(p) for p in [*procs, new_procs]][-(s.history_runs + 1) :]
     runs = runs[-s.history_runs :]
-    kw = {"higher_is_better": s.higher_is_better, "samples": samples}
+    kw = {"higher_is_better": s.higher_is_better, "samples": samples, "noise": noise}
     alerts = simulate_online(values, min_effect=s.min_effect, **kw)
     newest = len(values) - 1
     alert = alerts[-1] if alerts and alerts[-1].index == newest else None
-    decision.p_value = latest_pvalue(values, **kw)
+    # one-sided, in the direction of the alert (worse when there is none)
+    better = alert is not None and alert.direction != "regression"
+    decision.p_value = latest_pvalue(values, **{**kw, "higher_is_better": s.higher_is_better != better})
+    decision.evidence_kind = Evidence.HISTORY
     decision.baseline = f"history: {len(values) - 1} runs ({runs[0]}..{runs[-1]})"
     # The effect and its interval: the new run against the level in force before it (the runs
-    # since the last accepted change, at most 10 of them), from the raw samples.
+    # since the last accepted change, at most 10 of them), with the history's between-run noise.
     accepted = [a.change_index for a in alerts if a.index < newest and a.reverted_at is None]
     level_start = accepted[-1] if accepted else 0
     end = alert.change_index if alert is not None else newest
-    level = (
-        np.concatenate(samples[max(level_start, end - 10) : end])
-        if end > level_start
-        else samples[max(end - 1, 0)]
-    )
-    c = compare(level, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha)
-    decision.effect, decision.ci_low, decision.ci_high = _effect_interval(c)
-    decision.baseline_value = alert.baseline if alert is not None else float(np.median(level))
+    level = values[max(level_start, end - 10) : end] if end > level_start else values[max(end - 1, 0) : end]
+    level = level or values[:1]
+    ref = float(np.median(level))
+    est = math.log(values[-1] / ref)
+    noise_est = between_run_noise(values[:newest])
+    decision.effect = math.expm1(est)
+    decision.confidence = 1.0 - 2.0 * s.alpha
+    if noise_est is not None:
+        sigma, df = noise_est
+        half = float(sps.t.isf(s.alpha, df)) * sigma * math.sqrt(1.0 + 1.0 / len(level))
+        decision.ci_low, decision.ci_high = math.expm1(est - half), math.expm1(est + half)
+    decision.baseline_value = alert.baseline if alert is not None else ref
     decision.baseline_run_id = runs[-1]
     if alert is None:
-        decision.verdict = "pass"
+        decision.verdict = Verdict.PASS
         decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
         ids = [*runs, result.get("run_id")]
         back = [a for a in alerts if a.reverted_at is not None and a.index >= newest - 10]
@@ -171,7 +283,7 @@ def _history(decision: Decision, base, new: np.ndarray, result: Mapping, s: Gate
                 f"{ids[a.change_index]}) reverted at run {ids[a.reverted_at]}"
             )
         return decision
-    decision.verdict = "regression" if alert.direction == "regression" else "improvement"
+    decision.verdict = Verdict.REGRESSION if alert.direction == "regression" else Verdict.IMPROVEMENT
     decision.effect = alert.magnitude
     decision.change_run_id = ([*runs, result.get("run_id")])[alert.change_index]
     decision.evidence = (
@@ -196,7 +308,7 @@ def _instructions_history(
             runs.append(run)
             values.append(float(np.median(x)))
     if not runs:
-        decision.verdict, decision.reason = "new", "no earlier ok result of this series on this machine"
+        decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
         return decision
     decision.baseline_run_id = runs[-1]
     return _level(decision, runs[-s.history_runs :], values[-s.history_runs :], new, s, result)
@@ -217,7 +329,8 @@ def _level(
         f"instructions per iteration {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
         f"noise {c.noise:.2%}, floor {s.noise_floor:.2%})"
     )
-    decision.verdict = c.verdict
+    decision.verdict = Verdict(c.verdict)
+    decision.evidence_kind = Evidence.DETERMINISTIC
     if c.verdict in ("regression", "improvement"):
         decision.change_run_id = result.get("run_id")
         decision.reason = "instructions per iteration changed at this run"
@@ -240,13 +353,30 @@ def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSe
         place=result["place"],
         mode=result["mode"],
         metric=metric,
-        verdict=result["status"],
+        verdict=Verdict(result["status"]) if result["status"] != "ok" else Verdict.PASS,
         config_hash=result.get("config_hash") or "",
+        min_effect=s.min_effect,
     )
     d.unit = "items/s" if metric == "throughput" else (result.get("unit") or "s")
     if result["status"] != "ok":
         d.reason = result.get("message") or f"the case {result['status']}"
     return d, s
+
+
+def judge(
+    store,
+    run_id: int | Sequence[int],
+    gates: Gates,
+    baseline: int | None = None,
+    *,
+    baseline_statuses: Sequence[str] | None = BASELINE_RUN_STATUSES,
+) -> Judgement:
+    """The one decision function: every result of `run_id` (or of several runs judged as one, e.g.
+    the shards of a run group) judged against its history (`baseline` None) or another run, with
+    the notice to show when there was nothing to compare yet. `benchmark gate`, the --bench-gate
+    items, the Markdown report and the HTML dashboard all call this."""
+    decisions = evaluate(store, run_id, gates, baseline, baseline_statuses=baseline_statuses)
+    return Judgement(decisions, nothing_to_compare(d.verdict for d in decisions))
 
 
 def evaluate(
@@ -257,9 +387,9 @@ def evaluate(
     *,
     baseline_statuses: Sequence[str] | None = BASELINE_RUN_STATUSES,
 ) -> list[Decision]:
-    """One Decision per result of `run_id` (or of several runs judged as one, e.g. the shards of a
-    run group) against the history (baseline None) or a run. History baselines come from runs
-    recorded with one of `baseline_statuses` (default: complete runs; None: any)."""
+    """One Decision per result of `run_id` (or of several runs judged as one) against the history
+    (baseline None) or a run. History baselines come from runs recorded with one of
+    `baseline_statuses` (default: complete runs; None: any). See :func:`judge`."""
     run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
     decisions = []
     for one in run_ids:
@@ -272,57 +402,59 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
     if store.run(run_id) is None:
         raise GateInputError(f"there is no run {run_id} in {store.display_url}")
     results = store.results(run_id)
+    base_results = {}
     if baseline is not None:
         if store.run(baseline) is None:
             raise GateInputError(f"there is no baseline run {baseline} in {store.display_url}")
         base_results = {_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
-    else:
-        bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
+    # The series' history: the baseline of the history gate, and its between-run noise for an A/B.
+    bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
         if result["status"] == "ok":
-            raw = result.get("samples") or []
-            new = metric_samples(raw, s.metric, result.get("batch_size"))
-            d.value = float(np.median(new)) if new.size else None
-            if bad_timings(raw):  # only older histories hold such results: never dropped silently
-                d.verdict = "error"
-                d.reason = f"{bad_timings(raw)} of {len(raw)} raw samples are NaN, infinite or not positive"
-            elif not new.size:
-                d.verdict, d.reason = "new", "the result has no raw samples to judge"
-            elif baseline is not None:
-                b = base_results.get(_key(result))
-                if b is None:
-                    d.verdict, d.reason = "new", f"run {baseline} has no ok result of this series"
-                elif s.metric == "instructions":
-                    d.baseline_run_id = baseline
-                    base_value = float(np.median(metric_samples(b["samples"], s.metric, None)))
-                    _level(d, [baseline], [base_value], new, s, result)
-                else:
-                    d.baseline_run_id = baseline
-                    _ab(
-                        d,
-                        metric_samples(b["samples"], s.metric, b.get("batch_size")),
-                        new,
-                        s,
-                        f"run {baseline}",
-                    )
-            else:
-                base = bases.get(_key(result))
-                if s.metric == "instructions":
-                    _instructions_history(d, base, new, result, s)
-                else:
-                    _history(d, base, new, result, s)
-                corrupt = (
-                    [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)]
-                    if base
-                    else []
-                )
-                if corrupt:
-                    left_out = f"earlier run(s) {', '.join(map(str, corrupt))} left out: invalid samples"
-                    d.reason = "; ".join(p for p in (d.reason, left_out) if p)
+            _judge_result(d, s, result, bases.get(_key(result)), baseline, base_results)
         decisions.append(d)
     return decisions
+
+
+def _judge_result(d: Decision, s: GateSettings, result, base, baseline, base_results) -> None:
+    raw = result.get("samples") or []
+    batch = result.get("batch_size")
+    new = metric_samples(raw, s.metric, batch)
+    procs = metric_samples(ok_process_values(result.get("processes")), s.metric, batch)
+    d.processes = int(procs.size)
+    d.value = run_value(procs, new)
+    if bad_timings(raw):  # only older histories hold such results: never dropped silently
+        d.verdict = Verdict.ERROR
+        d.reason = f"{bad_timings(raw)} of {len(raw)} raw samples are NaN, infinite or not positive"
+    elif d.value is None:
+        d.verdict, d.reason = Verdict.NEW, "the result has no raw samples to judge"
+    elif baseline is not None:
+        b = base_results.get(_key(result))
+        if b is None:
+            d.verdict, d.reason = Verdict.NEW, f"run {baseline} has no ok result of this series"
+            return
+        d.baseline_run_id = baseline
+        b_raw = metric_samples(b.get("samples") or [], s.metric, b.get("batch_size"))
+        b_procs = metric_samples(ok_process_values(b.get("processes")), s.metric, b.get("batch_size"))
+        if s.metric == "instructions":
+            _level(d, [baseline], [run_value(b_procs, b_raw)], new, s, result)
+            return
+        # the history's between-run noise, from the runs before the judged one (not the judged one)
+        _, values, _, _ = _earlier_runs(base, s, batch)
+        _ab(d, _side(b_procs, b_raw), _side(procs, new), s, f"run {baseline}", between_run_noise(values))
+    else:
+        if s.metric == "instructions":
+            _instructions_history(d, base, new, result, s)
+        else:
+            _history(d, base, new, procs, result, s)
+        corrupt = (
+            [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)] if base else []
+        )
+        if corrupt:
+            left_out = f"earlier run(s) {', '.join(map(str, corrupt))} left out: invalid samples"
+            d.reason = "; ".join(p for p in (d.reason, left_out) if p)
 
 
 def _key(r: Mapping[str, Any]) -> tuple:
@@ -337,13 +469,13 @@ def _control_fdr(decisions: list[Decision], alpha: float) -> None:
     q = adjust_pvalues([min(max(d.p_value, 0.0), 1.0) for d in tested], "bh")
     for d, qv in zip(tested, q, strict=True):
         d.q_value = float(qv)
-        if d.verdict in ("regression", "improvement") and qv > alpha:
+        if d.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and qv > alpha:
             d.reason = (
                 f"{d.reason}; not significant across {len(tested)} cases (BH q={qv:.2g} > {alpha:g})".lstrip(
                     "; "
                 )
             )
-            d.verdict = "inconclusive"
+            d.verdict = Verdict.INCONCLUSIVE
 
 
 def incomplete_runs(store, run_ids: Iterable[int]) -> list[str]:
@@ -374,11 +506,14 @@ def passed(decisions: Iterable[Decision]) -> bool:
     return not any(d.failing for d in decisions)
 
 
-def check_has_baseline(decisions: Sequence[Decision], run_id: int | str) -> None:
-    measured = [d for d in decisions if d.verdict not in ("skipped", "failed", "error")]
-    what = f"run {run_id}" if isinstance(run_id, int) else run_id
-    if measured and all(d.verdict == "new" for d in measured):
-        raise GateInputError(
-            f"no baseline for any case of {what}: no earlier complete run of these series on this machine "
-            "(run the suite again, or pass --baseline RUN_ID)"
-        )
+def nothing_to_compare(verdicts: Iterable[str]) -> str | None:
+    """The notice of a run with no baseline at all (every measured case is new: the first run of
+    these series on this machine), or None. Such a run passes: it is recorded, nothing more."""
+    verdicts = list(verdicts)
+    measured = [v for v in verdicts if v not in (Verdict.SKIPPED, Verdict.FAILED, Verdict.ERROR)]
+    if not measured or any(v != Verdict.NEW for v in measured):
+        return None
+    return (
+        f"recorded {len(measured)} series; nothing to compare yet (no earlier complete run of these "
+        "series on this machine)"
+    )

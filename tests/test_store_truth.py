@@ -124,7 +124,9 @@ def test_a_run_group_is_judged_as_one_run_and_latest_takes_the_whole_group(
         store.finish_run(shard_b)
     assert cli("gate", "--db", db_url, "--run", "latest", "--all") == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"run group n2 (runs {shard_a}, {shard_b}) vs history: 2 pass")
+    # one earlier run each, measured in one process: no honest variance estimate, so inconclusive
+    # (which passes); what matters here is that both shards are judged as one run
+    assert out.startswith(f"run group n2 (runs {shard_a}, {shard_b}) vs history: 2 inconclusive")
     assert cli("gate", "--db", db_url, "--run-group", "n2", "--all") == 0
     assert "op.a" in capsys.readouterr().out
 

@@ -2,8 +2,10 @@
 
 Repeats inside one run understate the drift between runs (the machine, the clocks, the allocator
 state all change between runs, not between rounds), so the history gate works on the per-run values
-and estimates the between-run noise from the history itself. Raw samples, when given, only set a
-floor under that noise.
+and estimates the between-run noise from the history itself. A floor under that noise comes from
+each run's own uncertainty: the between-process spread of its value where the run was measured in
+several worker processes (``noise``, see :func:`process_noise`), else the standard error of the
+median of its raw samples (which understates it: rounds inside one process are not independent).
 
 Values are analysed as logarithms, so a change is relative (``magnitude`` 0.07 = +7%) and a noise
 level is a coefficient of variation. Series with zero or negative values are analysed on a linear
@@ -225,7 +227,33 @@ class _Series:
             return np.abs(new - old) >= min_effect * np.abs(old)
 
 
-def _prepare(values: Sequence[float], samples: Sequence[Sequence[float] | None] | None) -> _Series:
+def process_noise(values: Sequence[float] | None) -> float:
+    """The relative standard error of a run value (the median of its processes' values) from the
+    spread between its processes: sd(log values, ddof=1) * 1.2533 / sqrt(P); NaN for fewer than 2."""
+    x = np.asarray(values if values is not None else [], dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if x.size < 2:
+        return math.nan
+    return float(np.std(np.log(x), ddof=1) * 1.2533 / math.sqrt(x.size))
+
+
+def between_run_noise(values: Sequence[float]) -> tuple[float, float] | None:
+    """(standard deviation, degrees of freedom) of a series' log run values between runs, from its
+    successive differences (mean square successive difference / 2, so a level step weighs one
+    difference, not half the series); None with fewer than 3 positive values."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size < 3:
+        return None
+    d = np.diff(np.log(v))
+    return float(math.sqrt(np.mean(d**2) / 2.0)), float(v.size - 1)
+
+
+def _prepare(
+    values: Sequence[float],
+    samples: Sequence[Sequence[float] | None] | None,
+    noise: Sequence[float | None] | None = None,
+) -> _Series:
     v = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(v)):
         raise ValueError("values must be finite numbers")
@@ -236,11 +264,19 @@ def _prepare(values: Sequence[float], samples: Sequence[Sequence[float] | None] 
         unit = unit or 1.0
         y, log = v / unit, False
     floor = 0.0
-    if samples is not None:
-        if len(samples) != v.size:
-            raise ValueError("samples must have one entry per value")
+    if noise is not None and len(noise) != v.size:
+        raise ValueError("noise must have one entry per value")
+    if samples is not None and len(samples) != v.size:
+        raise ValueError("samples must have one entry per value")
+    if samples is not None or noise is not None:
         ses = []
-        for run in samples:
+        for i in range(v.size):
+            own = noise[i] if noise is not None else None
+            if own is not None and math.isfinite(own) and own >= 0:
+                # the run's between-process standard error, relative (= log units)
+                ses.append(float(own) if log else float(own) * abs(v[i]) / unit)
+                continue
+            run = samples[i] if samples is not None else None
             x = np.asarray(run if run is not None else [], dtype=float)
             x = x[np.isfinite(x)]
             if x.size >= 3:
@@ -736,6 +772,7 @@ def simulate_online(
     min_effect: float = 0.01,
     higher_is_better: bool = False,
     samples: Sequence[Sequence[float] | None] | None = None,
+    noise: Sequence[float | None] | None = None,
     params: Params | None = None,
     start: int = 0,
     events: Mapping[int, str] | Sequence[int] | None = None,
@@ -744,13 +781,15 @@ def simulate_online(
 
     Each alert uses only the runs up to its ``index``; after it, the new level (from
     ``change_index``) becomes the baseline. ``start`` ignores the runs before it (e.g. before a
-    known, accepted change). ``samples`` (one sequence of raw samples per run, or None) only sets a
-    floor under the between-run noise. ``events`` are the runs where the environment changed (the
+    known, accepted change). ``samples`` (one sequence of raw samples per run, or None) and ``noise``
+    (per run, the relative standard error of its value from the spread between its worker
+    processes, :func:`process_noise`; None or NaN where unknown) only set a floor under the
+    between-run noise: the median of the runs' own standard errors, ``noise`` where a run has it. ``events`` are the runs where the environment changed (the
     first run under the new one), as indices or ``{index: label}``: candidate change points; an
     alert whose change is placed at one carries its label in ``event``.
     """
     p = params or DEFAULT_PARAMS
-    ser = _prepare(values, samples)
+    ser = _prepare(values, samples, noise)
     return _replay(ser, p, min_effect, higher_is_better, start, _events(events, ser.y.size))[0]
 
 
@@ -773,6 +812,7 @@ def check_latest(
     min_effect: float = 0.01,
     higher_is_better: bool = False,
     samples: Sequence[Sequence[float] | None] | None = None,
+    noise: Sequence[float | None] | None = None,
     params: Params | None = None,
     start: int = 0,
     events: Mapping[int, str] | Sequence[int] | None = None,
@@ -787,6 +827,7 @@ def check_latest(
         min_effect=min_effect,
         higher_is_better=higher_is_better,
         samples=samples,
+        noise=noise,
         params=params,
         start=start,
         events=events,
@@ -803,6 +844,7 @@ def latest_pvalue(
     *,
     higher_is_better: bool = False,
     samples: Sequence[Sequence[float] | None] | None = None,
+    noise: Sequence[float | None] | None = None,
     params: Params | None = None,
     start: int = 0,
 ) -> float:
@@ -814,7 +856,7 @@ def latest_pvalue(
     :func:`benchmark.analysis.fdr.benjamini_hochberg`. Returns 1.0 when nothing can be tested yet.
     """
     p = params or DEFAULT_PARAMS
-    ser = _prepare(values, samples)
+    ser = _prepare(values, samples, noise)
     T = ser.y.size
     if T < 2:
         return 1.0
@@ -889,6 +931,7 @@ def segment(
     alpha: float = 0.001,
     min_size: int = 2,
     samples: Sequence[Sequence[float] | None] | None = None,
+    noise: Sequence[float | None] | None = None,
     events: Mapping[int, str] | Sequence[int] | None = None,
 ) -> list[ChangePoint]:
     """Offline change points of the whole series (see the module docstring), oldest first.
@@ -898,7 +941,7 @@ def segment(
     only), a change point found within two runs of one moves onto it when the data fit it as well,
     and a change point at an event carries its label in ``event``.
     """
-    ser = _prepare(values, samples)
+    ser = _prepare(values, samples, noise)
     ev = _events(events, ser.y.size)
     y = ser.y
     n = y.size

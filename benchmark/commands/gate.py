@@ -1,6 +1,8 @@
 """`benchmark gate`: pass or fail a run against its history or another run (exit 0, 1 or 2).
 
-Only complete runs are judged, and history baselines come only from complete runs: a run that is
+The decisions come from the one judge (:func:`benchmark.gate.judge`), as in the reports and the
+--bench-gate items. A run with nothing to compare yet (the first run of its series on this machine)
+passes with a notice, exit 0. Only complete runs are judged, and history baselines come only from complete runs: a run that is
 still running, was interrupted or is incomplete is refused (exit 2) with the cases it has no result
 of, unless `--allow-incomplete` / `--baseline-any-run` say otherwise. The runs of one run group
 (the shards of one nightly) are judged as one run.
@@ -18,10 +20,8 @@ from benchmark.commands.store import _add_db, _run_id
 from benchmark.gate import (
     BASELINE_RUN_STATUSES,
     GateInputError,
-    check_has_baseline,
-    evaluate,
     incomplete_runs,
-    passed,
+    judge,
 )
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates
 from benchmark.store import RUN_GROUP_ENV, StoreError, open_store
@@ -30,10 +30,13 @@ from benchmark.store import RUN_GROUP_ENV, StoreError, open_store
 def register(sub) -> None:
     p = sub.add_parser(
         "gate",
-        help="pass or fail a run: exit 0 when it passes, 1 when a case regressed, 2 on an error",
+        help="pass or fail a run: exit 0 when it passes (or has nothing to compare yet), 1 when a case "
+        "regressed, 2 on an error",
         description="Decide whether a run regressed. With --baseline history (default) each series' "
-        "per-run values go through the online detector; with --baseline RUN_ID each case's raw samples "
-        "are compared with that run's (A/B). Prints one row per failing case and lists improvements. "
+        "per-run values go through the online detector (a short history: an A/B against the previous "
+        "run); with --baseline RUN_ID each case is compared with that run's (A/B). An A/B takes worker "
+        "processes as the unit (Welch on log per-process values), never raw rounds. Prints one row per "
+        "failing case and lists improvements. A run with no baseline at all passes with a notice. "
         "Only complete runs are judged (a run with missing results exits 2, naming them), and history "
         "baselines come only from complete runs. The runs of a run group are judged as one run; "
         "'latest' is the latest run's whole group.",
@@ -112,15 +115,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
             for line in incomplete_runs(store, [baseline]):
                 raise GateInputError(f"baseline {line} (take it anyway with --baseline-any-run)")
         statuses = None if args.baseline_any_run else BASELINE_RUN_STATUSES
-        decisions = evaluate(store, run_ids, gates, baseline, baseline_statuses=statuses)
-        check_has_baseline(decisions, label)
+        judgement = judge(store, run_ids, gates, baseline, baseline_statuses=statuses)
+        decisions = judgement.decisions
         notes = [f"run {r}: {n}" for r in run_ids if (n := (store.run(r) or {}).get("note"))]
     except (GateError, StoreError, GateInputError, ValueError) as e:
         print(f"benchmark gate: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    ok = passed(decisions)
+    ok = judgement.passed
     if args.json:
         doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}
+        doc["notice"] = judgement.notice
         doc["decisions"] = [d.to_dict() for d in decisions]
         print(json.dumps(doc, indent=1))
         return 0 if ok else 1
@@ -133,6 +137,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(f"INCOMPLETE   {line}")
     for note in notes:
         print(f"note: {note}")
+    if judgement.notice:
+        print(f"notice: {judgement.notice}")
     for d in shown:
         print(format_decision(d))
     print(

@@ -2,10 +2,11 @@
 
 Two views:
 
-* **The gate's view of one run** (:func:`compare_run`): the decisions of :mod:`benchmark.gate`
-  (the online history detector on each series' per-run values, or an A/B of raw samples against a
-  given run; Benjamini-Hochberg across the run) as report rows, so a report and `benchmark gate`
-  never disagree.
+* **The gate's view of one run** (:func:`compare_run`): the decisions of the one judge
+  (:func:`benchmark.gate.judge`: the online history detector on each series' run values, or an A/B
+  with worker processes as the unit; Benjamini-Hochberg across the run) as report rows carrying the
+  judge's verdict (``judged``) and where its evidence came from (``evidence_kind``), so a report,
+  the dashboard badges and `benchmark gate` never disagree (:func:`gate_passed`, :func:`run_notice`).
 * **History of a series** (:func:`load_series`, :func:`analyse`): the per-run medians of one case on one
   machine, its offline change points (:func:`~benchmark.analysis.history.segment`) and the alerts the
   online gate would have raised (:func:`~benchmark.analysis.history.simulate_online`), summed up as a
@@ -28,8 +29,9 @@ import numpy as np
 
 from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import Alert, ChangePoint, segment, simulate_online
-from benchmark.gate import Decision, GateInputError, evaluate
+from benchmark.gate import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
+from benchmark.verdict import FAILING, Evidence, Verdict
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
@@ -41,7 +43,7 @@ FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history ana
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 A_B_VERDICTS = ("slower", "faster", "inconclusive", "same")
 ERROR_STATUSES = ("failed", "error")
-STATUS_ORDER = ("regression", "error", "improvement", "skipped", "new", "ok")
+STATUS_ORDER = ("regression", "error", "improvement", "inconclusive", "skipped", "new", "ok", "not in run")
 
 
 # --------------------------------------------------------------------------------------------- settings
@@ -90,6 +92,12 @@ class Row:
     history_change_run_id: int | None = None
     metric: str = "time"
     """What the row's series measures: time (or throughput) or instructions (--bench-instructions)."""
+    judged: Verdict = Verdict.PASS
+    """The judge's verdict (benchmark.gate): what the gate, the badge and the reports say."""
+    evidence_kind: Evidence = Evidence.NONE
+    """Where the judge's evidence came from."""
+    processes: int = 0
+    """Worker processes of the new result (0: measured in one process)."""
 
     @property
     def regressed(self) -> bool:
@@ -112,16 +120,15 @@ def _finite(values: Sequence[float] | None) -> np.ndarray:
 
 BASELINE_TEXT = (
     "the history of each series on the same machine (same case, config, place, mode): the online detector "
-    "over its per-run values, or an A/B against its previous run while it has fewer than 12 runs; "
-    "FDR-controlled across the run"
+    "over its run values, or an A/B against its previous run (worker processes as the unit) while it has "
+    "fewer than 12 runs; FDR-controlled across the run"
 )
 _VERDICTS = {"regression": "slower", "improvement": "faster", "pass": "same"}
 
 
 def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
     """A report row from the gate's decision for one result (the report shows what the gate decided)."""
-    from_history = d.evidence.startswith("online detector")
-    alerted = from_history and d.verdict in ("regression", "improvement")
+    alerted = d.evidence_kind == Evidence.HISTORY and d.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
     return Row(
         case_id=d.case_id,
         name=d.name,
@@ -145,6 +152,11 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         history_magnitude=d.effect if alerted else math.nan,
         history_change_run_id=d.change_run_id if alerted else None,
         metric=d.series_metric,
+        judged=d.verdict,
+        evidence_kind=d.evidence_kind,
+        processes=d.processes,
+        min_effect=d.min_effect if math.isfinite(d.min_effect) else DEFAULT_MIN_EFFECT,
+        confidence=d.confidence if math.isfinite(d.confidence) else 1 - DEFAULT_ALPHA,
     )
 
 
@@ -193,8 +205,33 @@ def counts(rows: Iterable[Row]) -> dict[str, int]:
 
 
 def gate_passed(rows: Iterable[Row]) -> bool:
-    """The gate (as `benchmark gate` decides): no case regressed, errored or failed its checks."""
-    return not any(r.regressed or r.verdict in ERROR_STATUSES for r in rows)
+    """The gate, as the judge decided it: no case regressed, errored or failed its checks."""
+    return not any(r.judged in FAILING for r in rows)
+
+
+def run_notice(rows: Iterable[Row]) -> str | None:
+    """The judge's notice for a run with nothing to compare yet (see benchmark.gate), or None."""
+    return nothing_to_compare(r.judged for r in rows)
+
+
+# The dashboard badge of a series with a result in the judged run: the judge's verdict, in the
+# dashboard's status words.
+JUDGED_STATUS = {
+    Verdict.REGRESSION: "regression",
+    Verdict.IMPROVEMENT: "improvement",
+    Verdict.PASS: "ok",
+    Verdict.INCONCLUSIVE: "inconclusive",
+    Verdict.NEW: "new",
+    Verdict.FAILED: "error",
+    Verdict.ERROR: "error",
+    Verdict.SKIPPED: "skipped",
+}
+NOT_IN_RUN = "not in run"
+
+
+def series_min_effect(gates: Gates, series: SeriesData) -> float:
+    """The minimum effect configs/gates.yaml sets for a series (as the judge applies it)."""
+    return gates.for_case(series.case_id, series.name, series.place, series.metric).min_effect
 
 
 # --------------------------------------------------------------------------------------- series history

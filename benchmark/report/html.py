@@ -16,6 +16,7 @@ every series. Measured on 500 series x 365 runs with 2 cores: see scripts/bench_
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -30,9 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.report import plots
 from benchmark.report.compare_runs import (
     BASELINE_TEXT,
+    JUDGED_STATUS,
+    NOT_IN_RUN,
     STATUS_ORDER,
     Row,
     SeriesAnalysis,
@@ -43,6 +47,8 @@ from benchmark.report.compare_runs import (
     default_min_effect,
     gate_passed,
     load_series,
+    run_notice,
+    series_min_effect,
 )
 
 SPARK_W, SPARK_H, SPARK_POINTS = 120, 26, 120
@@ -55,6 +61,8 @@ STATUS_COLORS = {
     "skipped": "#757575",
     "new": "#1565c0",
     "ok": "#546e7a",
+    "inconclusive": "#ef6c00",
+    NOT_IN_RUN: "#9e9e9e",
 }
 
 
@@ -365,6 +373,9 @@ def _run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str
         return ""
     c = counts(rows)
     verdict = '<span class="pass">PASS</span>' if gate_passed(rows) else '<span class="fail">FAIL</span>'
+    notice = run_notice(rows)
+    if notice:
+        verdict += f" <small>({e(notice)})</small>"
     items = "".join(f"<span>{e(k.replace('_', ' '))}: <b>{v}</b></span>" for k, v in c.items())
     img = ""
     png = [f for f in ab_files if f.endswith(".png")]
@@ -657,9 +668,10 @@ def build_dashboard(
         if not series:
             raise ValueError(f"no series in {store.display_url} matches {' '.join(patterns)}")
     with _timed(timings, "analyse"):
-        entries = _analyse(series, min_effect, workers, progress)
+        entries = _analyse(series, _min_effects(series, min_effect), workers, progress)
     with _timed(timings, "compare"):
         run, rows, results = _compare(store, run_id, baseline, min_effect)
+        entries = _judged_status(entries, run, rows)
     with _timed(timings, "plots"):
         (out / "series").mkdir(parents=True, exist_ok=True)
         jobs = (
@@ -688,11 +700,34 @@ class _timed:
         self.timings[self.name] = self.timings.get(self.name, 0.0) + time.perf_counter() - self.start
 
 
-def _analyse(series: list[SeriesData], min_effect: float, workers, progress) -> list[Entry]:
-    """Change points, alerts and status of every series (in parallel), ordered for the index."""
-    analyses = plots.parallel_map(analyse_one, [(s, min_effect) for s in series], workers=workers, progress=progress,
-                                  description="analysing series")  # fmt: skip
-    entries = (Entry(s, a, slug_for(s)) for s, a in zip(series, analyses, strict=True))
+def _min_effects(series: list[SeriesData], min_effect: float) -> list[float]:
+    """Each series' minimum effect as the judge applies it (configs/gates.yaml, `min_effect` as the
+    default)."""
+    try:
+        gates = with_min_effect(load_gates(DEFAULT_GATES_PATH), min_effect)
+    except GateError:
+        return [min_effect] * len(series)
+    return [series_min_effect(gates, s) for s in series]
+
+
+def _analyse(series: list[SeriesData], min_effects: list[float], workers, progress) -> list[Entry]:
+    """Change points and alerts of every series (in parallel): what the trend shows."""
+    analyses = plots.parallel_map(analyse_one, list(zip(series, min_effects, strict=True)), workers=workers,
+                                  progress=progress, description="analysing series")  # fmt: skip
+    return [Entry(s, a, slug_for(s)) for s, a in zip(series, analyses, strict=True)]
+
+
+def _judged_status(entries: list[Entry], run, rows: list[Row]) -> list[Entry]:
+    """Each series' badge is the judge's verdict on its result in the judged run (the one decision
+    `benchmark gate` and the reports take); a series without a result in that run says so. Ordered
+    for the index."""
+    machine = (run or {}).get("machine") or ""
+    judged = {(r.case_id, r.config_hash, r.place, r.mode, machine, r.metric): r.judged for r in rows}
+    for en in entries:
+        s = en.series
+        verdict = judged.get((s.case_id, s.config_hash, s.place, s.mode, s.machine, s.metric))
+        status = JUDGED_STATUS.get(verdict, NOT_IN_RUN) if verdict is not None else NOT_IN_RUN
+        en.analysis = dataclasses.replace(en.analysis, status=status)
     return sorted(entries, key=_index_order)
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed
+from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
 
 MAX_TABLE_ROWS = 100
 INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
@@ -172,14 +172,22 @@ def _counts_table(rows: list[Row]) -> str:
 
 
 def _gate_line(rows: list[Row]) -> str:
+    """The judge's verdict on the run (benchmark.gate.judge), as `benchmark gate` prints it."""
+    notice = run_notice(rows)
+    if notice:
+        return f"**Gate: PASS** ({text(notice)})"
     c = counts(rows)
     tested = sum(1 for r in rows if math.isfinite(r.p_value))
-    min_effect = rows[0].min_effect if rows else 0.0
+    effects = sorted({r.min_effect for r in rows if r.metric == "time"})
+    if len(effects) == 1:
+        min_effect = f"minimum effect {effects[0]:.0%}"
+    else:
+        min_effect = "minimum effect per case (configs/gates.yaml)"
     verdict = "PASS" if gate_passed(rows) else "FAIL"
     why = f"{c['regressions']} regression(s)" if verdict == "FAIL" else "no regression"
     extra = f", {c['errors']} error(s)" if c["errors"] else ""
     return (
-        f"**Gate: {verdict}** ({why}{extra}; minimum effect {min_effect:.0%}, {_conf(rows)} bootstrap intervals, "
+        f"**Gate: {verdict}** ({why}{extra}; {min_effect}, worker processes as the unit, "
         f"Benjamini-Hochberg FDR over {tested} comparisons)"
     )
 
