@@ -389,14 +389,15 @@ class BenchSession:
             reporter.write_line(f"benchmark: history run {self.run_id}{group} ({self.store.display_url})")
 
     def gate_decision(self, case: Case, metric: str = "time"):
-        """The gate's decision for `case` (its time series, or its "instructions" series) in this run
-        (all cases are judged together, once)."""
+        """The judge's decision (benchmark.gate.judge, as `benchmark gate` and the reports decide)
+        for `case` (its time series, or its "instructions" series) in this run (all cases are judged
+        together, once)."""
         if self.decisions is None:
-            from benchmark.gate import evaluate
+            from benchmark.gate import judge
             from benchmark.gates import DEFAULT_GATES_PATH, load_gates
 
             gates = load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
-            self.decisions = {d.key: d for d in evaluate(self.store, self.run_id, gates)}
+            self.decisions = {d.key: d for d in judge(self.store, self.run_id, gates).decisions}
         return self.decisions.get((case.case_id, case.place, case.mode, metric))
 
     def start_instructions(self, config: pytest.Config) -> None:
