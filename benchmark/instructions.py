@@ -31,8 +31,10 @@ suite says so in one line and measures time only.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -49,7 +51,7 @@ UNIT = "instructions"
 VALGRIND_PACKAGE = "valgrind"  # the Debian package: valgrind itself and valgrind/callgrind.h
 REPEATS = 3
 CHUNK_INSTRUCTIONS = 20_000_000
-MAX_CHUNK_ITERATIONS = 64
+MAX_CHUNK_ITERATIONS = 1024
 # Warm-up iterations before counting: a fixed number (so every run of a case starts counting from
 # the same state), cut short only by MAX_WARMUP_S for heavy steps (a model's takes seconds).
 WARMUP_ITERATIONS = 50
@@ -60,6 +62,9 @@ MAX_WARMUP_S = 10.0
 # valgrind (which serialises threads) that makes counts depend on scheduling. Serial run is set
 # unless the user set it.
 WORKER_ENV = {"FLAGS_new_executor_serial_run": "1"}
+# Python's string hashing is seeded per process: dict probe sequences, and so instruction counts,
+# would move by ~0.1-0.2% between processes. A fixed seed (unless the user set one) removes that.
+WORKER_HASH_SEED = "0"
 # A worker that does not answer within this many seconds for one case is killed (the case errors).
 CASE_TIMEOUT_S = 900.0
 
@@ -76,6 +81,10 @@ void bench_dump_stats_at(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 VALGRIND_ARGS = (
     "--tool=callgrind",
     "--instr-atstart=no",  # no instrumentation (and no counting) until the worker asks for it
+    # One dump file per thread: only the main thread's count is the case's (the framework's
+    # background threads wake up on timers, so how much of their work lands in a chunk depends on
+    # the machine's load; their total is kept as a diagnostic).
+    "--separate-threads=yes",
 )
 
 
@@ -88,6 +97,20 @@ class Tooling:
     valgrind: str
     version: str
     hook: str  # path of the compiled client-request library
+    # util-linux's setarch, to start the worker with address-space randomization off (None: not
+    # found; counts then move by up to ~0.3% between processes, see `no_aslr_prefix`).
+    setarch: str | None = None
+
+    def no_aslr_prefix(self) -> list[str]:
+        """The command prefix that starts the worker without address-space layout randomization.
+
+        Where the kernel places the stack and the mappings changes pointer hashes and alignment
+        paths inside the counted code: with identical environments, a small op counted 21,053 /
+        21,086 / 21,124 / 21,150 instructions per iteration in four processes; with randomization
+        off every process counts the same layout."""
+        if self.setarch is None:
+            return []
+        return [self.setarch, platform.machine(), "-R"]
 
 
 def _cache_dir() -> Path:
@@ -154,7 +177,19 @@ def find_tooling() -> Tooling:
         raise InstructionsUnavailable(
             f"instruction counts: {valgrind} does not run ({e}); measuring time only"
         ) from None
-    return Tooling(valgrind=valgrind, version=version, hook=build_hook())
+    return Tooling(valgrind=valgrind, version=version, hook=build_hook(), setarch=_setarch())
+
+
+def _setarch() -> str | None:
+    """setarch, if it can really turn randomization off here (a container may forbid it)."""
+    setarch = shutil.which("setarch")
+    if setarch is None:
+        return None
+    try:
+        ok = subprocess.run([setarch, platform.machine(), "-R", "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return setarch if ok.returncode == 0 else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -178,6 +213,24 @@ def read_dump(path: str | Path) -> tuple[str | None, int]:
             if m:
                 return label, int(m.group(1))
     raise ValueError(f"{path}: no 'summary:' line (not a callgrind dump?)")
+
+
+_THREAD_SUFFIX = re.compile(r"-(\d+)$")
+
+
+def thread_dumps(pattern: str, dump: int) -> dict[int, str]:
+    """The files of dump number `dump` of a worker (its pid already in `pattern`), by thread number
+    (1: the main thread). With `--separate-threads=yes` callgrind writes `PATTERN.DUMP-TT` per
+    thread; a file without the suffix (one thread) is thread 1."""
+    found: dict[int, str] = {}
+    plain = f"{pattern}.{dump}"
+    if os.path.exists(plain):
+        found[1] = plain
+    for path in glob.glob(glob.escape(plain) + "-*"):
+        m = _THREAD_SUFFIX.search(path)
+        if m:
+            found[int(m.group(1))] = path
+    return found
 
 
 def chunk_iterations(probe: int) -> int:
@@ -204,18 +257,69 @@ def eligible(case) -> bool:
     return case.place == "cpu"
 
 
-def worker_env(allocator_control: bool = True) -> dict[str, str]:
-    """The worker's environment: the caller's, plus what makes counts the same whoever starts the
-    worker (the suite, a script, a test): WORKER_ENV, thread counts of 1 and the suite's allocator
-    thresholds, each unless already set."""
+# The worker's environment is canonical, because instruction counts depend on it: the environment
+# strings sit on the initial stack and are copied to the heap, so their total size shifts addresses,
+# and with them pointer hashes and alignment paths (measured: 0.35% on a small op between a 0- and a
+# 37-byte extra variable; cf. Mytkowicz et al., "Producing wrong data without doing anything
+# obviously wrong!", ASPLOS 2009). Only these variables are passed on, and the block is padded to a
+# fixed size, so a worker started by the suite, a script or a test counts the same.
+KEEP_ENV = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TZ",
+        "TMPDIR",
+        "USER",
+        "VIRTUAL_ENV",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "PYTHONWARNINGS",
+        "PYTHONHOME",
+        "LD_LIBRARY_PATH",
+        "CUDA_VISIBLE_DEVICES",
+    }
+)
+KEEP_ENV_PREFIXES = ("FLAGS_", "OMP_", "MKL_", "OPENBLAS_", "MALLOC_", "GLOG_", "KMP_")
+ENV_PAD_VAR = "BENCH_ENV_PAD"
+ENV_BLOCK_BYTES = 32 * 1024  # environment + arguments padded to a multiple of this
+# The worker's working directory (a fixed string: it is the first entry of the worker's sys.path).
+WORKER_CWD = "/"
+
+
+def worker_env(allocator_control: bool = True, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: the kept variables of the caller's (`environ`, default
+    os.environ), plus what makes counts the same whoever starts the worker: WORKER_ENV, a fixed
+    hash seed, thread counts of 1 and the suite's allocator thresholds, each unless already set.
+    Not padded yet: see `pad_env`."""
     from benchmark import measure
 
-    env = {**WORKER_ENV, **os.environ}
+    source = os.environ if environ is None else environ
+    kept = {k: v for k, v in source.items() if k in KEEP_ENV or k.startswith(KEEP_ENV_PREFIXES)}
+    if kept.get("PYTHONPATH"):  # the worker runs in WORKER_CWD: relative entries must not move
+        kept["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in kept["PYTHONPATH"].split(os.pathsep) if p
+        )
+    env = {**WORKER_ENV, **kept}
+    env.setdefault("PYTHONHASHSEED", WORKER_HASH_SEED)
     for var in measure.THREAD_VARS:
         env.setdefault(var, "1")
     if allocator_control:
         env.setdefault("MALLOC_MMAP_THRESHOLD_", str(measure.MMAP_THRESHOLD_MAX))
         env.setdefault("MALLOC_TRIM_THRESHOLD_", str(measure.TRIM_THRESHOLD))
+    return dict(sorted(env.items()))
+
+
+def pad_env(env: dict[str, str], argv: list[str], block: int = ENV_BLOCK_BYTES) -> dict[str, str]:
+    """`env` plus ENV_PAD_VAR, sized so that the process's argument and environment strings
+    (each with its terminating NUL) add up to a multiple of `block` bytes."""
+    env = {k: v for k, v in env.items() if k != ENV_PAD_VAR}
+    used = sum(len(a.encode()) + 1 for a in argv)
+    used += sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+    used += len(ENV_PAD_VAR) + 2  # "NAME=" and the NUL of the padding variable itself
+    env[ENV_PAD_VAR] = "x" * (-used % block)
     return env
 
 
@@ -247,12 +351,25 @@ class InstructionPass:
 
         self._dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
         out = os.path.join(self._dumps.name, "callgrind.out.%p")
-        prefix = [self.tooling.valgrind, *VALGRIND_ARGS, f"--callgrind-out-file={out}", "--log-fd=2", "-q"]
+        prefix = [
+            *self.tooling.no_aslr_prefix(),
+            self.tooling.valgrind,
+            *VALGRIND_ARGS,
+            f"--callgrind-out-file={out}",
+            "--log-fd=2",
+            "-q",
+        ]
         args = ["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out]
         env = worker_env(self.allocator_control)
-        if self.entry is not None:
-            return Worker(prefix=prefix, args=args, env=env, entry=self.entry)
-        return Worker(prefix=prefix, args=args, env=env)
+        entry = {} if self.entry is None else {"entry": self.entry}
+        return Worker(
+            prefix=prefix,
+            args=args,
+            env=env,
+            cwd=WORKER_CWD,
+            finalize_env=lambda argv: pad_env(env, argv),
+            **entry,
+        )
 
     @property
     def worker(self):
@@ -266,7 +383,9 @@ class InstructionPass:
             self._worker = self._start()
         record = self._worker.request(
             "instructions",
-            case,
+            # Where the case was defined does not reach the worker: a longer path would shift its
+            # heap layout, and with it the count (see KEEP_ENV).
+            dataclasses.replace(case, source="", line=None),
             {
                 "allocator_control": self.allocator_control,
                 "warmup": WARMUP_ITERATIONS,
@@ -317,8 +436,10 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
             "tool": "callgrind",
             "event": "Ir",
             "valgrind": tooling.version if tooling else None,
+            "address_randomization": None if tooling is None else ("off" if tooling.setarch else "on"),
             "empty_chunk": record.get("empty"),
             "probe": record.get("probe"),
+            "other_threads_instructions": record.get("other_threads"),
             "chunks": record.get("chunks"),
             "warmup_iterations": record.get("warmup"),
             "instrumented_s": record.get("instrumented_s"),

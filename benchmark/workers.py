@@ -24,7 +24,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 READY_TIMEOUT_S = 600.0
@@ -47,13 +47,20 @@ class Worker:
         stderr=None,
         entry: Sequence[str] = ("-m", WORKER_MODULE),
         python: str | None = None,
+        cwd: str | None = None,
+        finalize_env: Callable[[list[str]], dict[str, str]] | None = None,
     ):
         """`entry`: what the interpreter runs (default `-m benchmark.runners.worker`; a script that
         wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test).
         `python`: the interpreter (default this one; another environment's, e.g. for an A/B of two
-        framework builds, must be able to import `benchmark`)."""
+        framework builds, must be able to import `benchmark`). `cwd`: the worker's working directory.
+        `finalize_env`: called with the worker interpreter's own argument list, returns the
+        environment to start it with (e.g. padded to a fixed size, see benchmark.instructions)."""
         read_fd, write_fd = os.pipe()
-        cmd = [*prefix, python or sys.executable, *entry, "--records-fd", str(write_fd), *args]
+        client = [python or sys.executable, *entry, "--records-fd", str(write_fd), *args]
+        cmd = [*prefix, *client]
+        if finalize_env is not None:
+            env = finalize_env(client)
         self.command = cmd
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
@@ -63,6 +70,7 @@ class Worker:
             stderr=stderr,
             pass_fds=(write_fd,),
             env=env,
+            cwd=cwd,
             text=True,
         )
         os.close(write_fd)

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import glob
 import os
 import time
 from typing import Any
 
 from benchmark import runners
-from benchmark.instructions import CHUNK_INSTRUCTIONS, chunk_iterations, per_iteration, read_dump
+from benchmark.instructions import (
+    CHUNK_INSTRUCTIONS,
+    chunk_iterations,
+    per_iteration,
+    read_dump,
+    thread_dumps,
+)
 
 
 class Callgrind:
@@ -28,6 +33,7 @@ class Callgrind:
         self.lib = lib
         self.pattern = dumps.replace("%p", str(os.getpid()))
         self.dumps = 0  # callgrind numbers the dumps of a process 1, 2, ...
+        self.other_threads = 0  # instructions of threads other than the main one, in counted chunks
 
     @property
     def on_valgrind(self) -> bool:
@@ -40,7 +46,8 @@ class Callgrind:
         self.lib.bench_stop_instrumentation()
 
     def count(self, step, iterations: int, label: str) -> int:
-        """Instructions of `iterations` calls of `step` (plus the fixed cost of this function)."""
+        """Instructions of the main thread in `iterations` calls of `step` (plus the fixed cost of
+        this function). Other threads' instructions in the chunk are added to `other_threads`."""
         lib = self.lib
         tag = label.encode()
         lib.bench_zero_stats()
@@ -48,13 +55,19 @@ class Callgrind:
             step()
         lib.bench_dump_stats_at(tag)
         self.dumps += 1
-        path = f"{self.pattern}.{self.dumps}"
-        if not os.path.exists(path):  # numbering differs from what we expect: find it by label
-            path = next((p for p in sorted(glob.glob(self.pattern + ".*")) if read_dump(p)[0] == label), path)
-        found, total = read_dump(path)
-        if found != label:
-            raise RuntimeError(f"callgrind dump {path} is for {found!r}, expected {label!r}")
-        os.unlink(path)
+        files = thread_dumps(self.pattern, self.dumps)
+        if 1 not in files:
+            raise RuntimeError(f"callgrind wrote no main-thread dump {self.pattern}.{self.dumps}[-01]")
+        total = 0
+        for thread, path in files.items():
+            found, count = read_dump(path)
+            os.unlink(path)
+            if thread == 1:
+                if found != label:
+                    raise RuntimeError(f"callgrind dump {path} is for {found!r}, expected {label!r}")
+                total = count
+            else:
+                self.other_threads += count
         return total
 
 
@@ -100,6 +113,7 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
         gc.collect()
         gc.disable()
         t1 = time.perf_counter()
+        other0 = cg.other_threads
         cg.start()
         try:
             probe = cg.count(iteration, 1, f"{case.id}:probe")
@@ -126,6 +140,7 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
         "chunks": chunks,
         "empty": empty,
         "probe": probe,
+        "other_threads": cg.other_threads - other0,
         "warmup": warmup,
         "instrumented_s": t2 - t1,
         "case_s": time.perf_counter() - t0,
