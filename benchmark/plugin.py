@@ -452,26 +452,64 @@ class BenchSession:
 
     def trial_params(self, trial) -> dict[str, Any]:
         """The `time` request of one trial: the case's settings divided over its processes
-        (`MeasureSettings.per_process`); the first trial also runs the checks after its timing."""
-        opt = self.config.getoption
-        case = trial.case
-        settings = self.settings.override(case.measure).per_process(trial.processes)
-        params: dict[str, Any] = {
+        (`MeasureSettings.per_process`)."""
+        settings = self.settings.override(trial.case.measure).per_process(trial.processes)
+        return {
             "settings": measure.asdict(settings),
-            "allocator_control": not opt("bench_no_malloc_control"),
+            "allocator_control": not self.config.getoption("bench_no_malloc_control"),
         }
-        if trial.index == 0:
-            trace_dir = opt("bench_trace_dir")
-            trace = Path(trace_dir) / f"{case.id}.json" if trace_dir else None
-            if trace is not None:
-                trace.parent.mkdir(parents=True, exist_ok=True)
-            params["diagnose"] = {
-                "accuracy": not opt("bench_no_accuracy"),
-                "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and self.framework == "paddle"),
-                "profile": bool(opt("bench_profile") or case.config.get("profile")),
-                "trace": str(trace) if trace else None,
-            }
-        return params
+
+    def checks_wanted(self, case: Case) -> dict[str, Any]:
+        """The checks after timing that `case` gets (what `diagnose` does in process): reference
+        check (op cases naming a `reference`), torch timing, profile pass; {} when none."""
+        opt = self.config.getoption
+        wanted = {
+            "accuracy": bool(
+                not opt("bench_no_accuracy") and case.kind == "op" and case.config.get("reference")
+            ),
+            "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and self.framework == "paddle"),
+            "profile": bool(opt("bench_profile") or case.config.get("profile")),
+        }
+        if not any(wanted.values()):
+            return {}
+        trace_dir = opt("bench_trace_dir")
+        if wanted["profile"] and trace_dir:
+            trace = Path(trace_dir) / f"{case.id}.json"
+            trace.parent.mkdir(parents=True, exist_ok=True)
+            wanted["trace"] = str(trace)
+        return wanted
+
+    def run_checks(self, states: dict, keys: list[str], log, progress) -> None:
+        """The checks after timing of the cases `keys` (measured ok), in one worker of their own
+        after all trials, so that a profiler or a torch import never shares a process with a
+        timing; then each case is recorded."""
+        from benchmark import trials
+        from benchmark.workers import Worker
+
+        progress.line(f"benchmark: checks after timing (reference, torch, profile) of {len(keys)} case(s)")
+        worker = None
+        try:
+            for key in keys:
+                state = states[key]
+                if self.store_error is None:
+                    if worker is None or not worker.alive():
+                        if worker is not None:
+                            worker.close()
+                        worker = Worker(stderr=log)
+                    settings = self.settings.override(state.case.measure)
+                    params = {
+                        "settings": measure.asdict(settings),
+                        "allocator_control": not self.config.getoption("bench_no_malloc_control"),
+                        "diagnose": self.checks_wanted(state.case),
+                    }
+                    record = worker.request("checks", state.case, params, timeout_s=trials.TRIAL_TIMEOUT_S)
+                    state.apply_checks(record)
+                self.record(state.result)
+        finally:
+            if worker is not None:
+                if worker.alive() and sys.exc_info()[0] is not None:
+                    worker.proc.kill()
+                worker.close()
 
     def measure_in_workers(self, items: list) -> None:
         """Measure every selected case in worker processes, in randomized interleaved rounds
@@ -526,12 +564,17 @@ class BenchSession:
 
             return stop
 
+        checks: list[str] = []  # cases measured ok that get checks after timing, recorded after them
+
         def on_record(trial, record) -> None:
             state = states[trial.key]
             progress.done(trial, record)
             if state.add(trial, record):
-                self.worker_results[trial.key] = state.finish(self.config.getoption("verbose") > 0)
-                self.record(self.worker_results[trial.key])
+                result = self.worker_results[trial.key] = state.finish()
+                if result.status == "ok" and self.checks_wanted(trial.case):
+                    checks.append(trial.key)
+                else:
+                    self.record(result)
 
         log = self.worker_log()
 
@@ -548,6 +591,8 @@ class BenchSession:
                 on_start=on_start,
                 on_round=progress.round_done,
             )
+            if checks:
+                self.run_checks(states, checks, log, progress)
         finally:
             if log is not None:
                 log.close()
@@ -1053,7 +1098,6 @@ class _CaseTrials:
     result: CaseResult
     entries: list = dataclasses.field(default_factory=list)
     records: list = dataclasses.field(default_factory=list)  # the ok records, in trial order
-    first: dict | None = None  # the record of trial 0 (it carries the checks after timing)
     telemetry: dict = dataclasses.field(default_factory=dict)
     skipped: str | None = None
     error: str | None = None
@@ -1064,8 +1108,6 @@ class _CaseTrials:
         from benchmark.results import process_entry
 
         status = record.get("status")
-        if trial.index == 0:
-            self.first = record
         if status == "skipped":
             self.skipped = str(record.get("message") or "skipped by the runner")
         else:
@@ -1091,7 +1133,7 @@ class _CaseTrials:
         self.done = bool(self.skipped or self.error) or trial.index == trial.processes - 1
         return self.done
 
-    def finish(self, verbose: bool = False) -> CaseResult:
+    def finish(self) -> CaseResult:
         """The case's result from its trials (see the shared contract: run value = median of the
         process values, pooled raw samples, per-process entries)."""
         from benchmark.analysis.summary import stability_warnings
@@ -1159,12 +1201,19 @@ class _CaseTrials:
         items = first.get("items_per_step")
         if items and median:
             r.throughput, r.throughput_unit, r.batch_size = items / median, "samples/s", items
-        self._checks(self.first or {})
         return r
 
-    def _checks(self, record: dict) -> None:
-        """The checks trial 0 ran after its timing: reference check, torch timing, profile pass."""
+    def apply_checks(self, record: dict) -> None:
+        """The record of the case's checks after timing (`checks` task): reference check, torch
+        timing (against the run value), profile pass; a failed check request errs the case."""
         r = self.result
+        if record.get("status") != "ok":
+            r.status = "error"
+            message = str(record.get("message") or "no record")
+            r.message = f"checks after timing: {message.replace('worker process:', 'worker process')}"
+            if record.get("traceback"):
+                r.extra["traceback"] = record["traceback"]
+            return
         if record.get("accuracy") is not None:
             r.accuracy = record["accuracy"]
             if r.accuracy.get("status") in ("failed", "error"):

@@ -7,8 +7,9 @@ imported once, before the `ready` line, so its cost is paid once for every case 
 A case that raises yields an error record and the worker goes on with the next request; the worker
 exits when stdin closes.
 
-Tasks (`TASKS`): `instructions` (callgrind instruction counts, `instructions_worker`) and `time`
-(one timing trial: prepare, warm up, calibrated rounds; `measure.measure_rounds`).
+Tasks (`TASKS`): `instructions` (callgrind instruction counts, `instructions_worker`), `time`
+(one timing trial: prepare, warm up, calibrated rounds; `measure.measure_rounds`) and `checks`
+(reference check, torch timing, profile pass of a case, without timing it).
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ def _time(case, params, options) -> dict[str, Any]:
     diagnose = params.get("diagnose") or {}
     t0, c0 = time.perf_counter(), time.process_time()
     prepared = runners.prepare(case)
-    extra: dict[str, Any] = {}
     try:
         prepare_s = time.perf_counter() - t0
         counters: dict[str, Any] = {}
@@ -58,13 +58,7 @@ def _time(case, params, options) -> dict[str, Any]:
         peak = prepared.peak_memory() if prepared.peak_memory else None
         info = dict(prepared.info)
         items = prepared.items_per_step
-        if diagnose.get("accuracy"):
-            extra["accuracy"] = runners.check_accuracy(case, prepared)
-        if diagnose.get("vs_torch"):
-            extra["torch"] = torch_timing(case, settings)
-        if diagnose.get("profile"):
-            trace = diagnose.get("trace")
-            extra["profile"] = runners.profile_pass(case, prepared, trace)
+        extra = run_checks(case, prepared, diagnose, settings)
     finally:
         prepared.close()
     return {
@@ -84,6 +78,35 @@ def _time(case, params, options) -> dict[str, Any]:
         "info": info,
         **extra,
     }
+
+
+def run_checks(case, prepared, diagnose: dict[str, Any], settings) -> dict[str, Any]:
+    """The checks `diagnose` asks for, on a prepared case: `accuracy` (reference check),
+    `vs_torch` (the torch equivalent timed with `settings`), `profile` (profile pass, a chrome trace
+    to `trace` if given). Returns the record fields: accuracy, torch, profile (those asked)."""
+    from benchmark import runners
+
+    out: dict[str, Any] = {}
+    if diagnose.get("accuracy"):
+        out["accuracy"] = runners.check_accuracy(case, prepared)
+    if diagnose.get("vs_torch"):
+        out["torch"] = torch_timing(case, settings)
+    if diagnose.get("profile"):
+        out["profile"] = runners.profile_pass(case, prepared, diagnose.get("trace"))
+    return out
+
+
+def _checks(case, params, options) -> dict[str, Any]:
+    """The checks after timing, in a worker of their own (no timing here, so they never disturb
+    one): prepare the case, run `params["diagnose"]` (see `run_checks`; `settings` as for `time`)."""
+    from benchmark import measure, runners
+
+    settings = measure.MeasureSettings().override(params.get("settings") or {})
+    prepared = runners.prepare(case)
+    try:
+        return {"status": "ok", **run_checks(case, prepared, params.get("diagnose") or {}, settings)}
+    finally:
+        prepared.close()
 
 
 def torch_timing(case, settings) -> dict[str, Any]:
@@ -113,7 +136,7 @@ def torch_timing(case, settings) -> dict[str, Any]:
     }
 
 
-TASKS: dict[str, TaskFn] = {"instructions": _instructions, "time": _time}
+TASKS: dict[str, TaskFn] = {"instructions": _instructions, "time": _time, "checks": _checks}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
