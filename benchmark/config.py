@@ -37,6 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchmark import allowlist
+from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
 
 KINDS = ("op", "program", "model")
 MODES = ("dynamic", "static", "to_static")
@@ -62,13 +63,10 @@ VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
 # What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]|\.(?=\.)")
 # Caps checked before anything is expanded or allocated; each has an override where it is used.
-DEFAULT_MAX_CASES = 1000  # expanded cases of one config entry (grid x dtypes x places x modes ...)
+# (DEFAULT_MAX_CASES and DEFAULT_MAX_BYTES live in benchmark.limits, imported above.)
 MAX_YAML_DEPTH = 32  # nesting of mappings and lists in a config file
 MAX_STRING = 256  # characters of a string value in attrs, args or a grid
 MAX_VALUES = 10_000  # scalars inside one attrs, args or grid value
-# Default ceiling on the bytes a single case may allocate for its inputs (and their gradients),
-# checked before anything is allocated. Overridable with the `max_bytes` argument / --bench-max-bytes.
-DEFAULT_MAX_BYTES = 8 * 1024**3
 # Files under a config directory that hold settings, not cases.
 NOT_CASE_FILES = ("gates.yaml", "gates.yml", "allowlist.yaml", "allowlist.yml")
 

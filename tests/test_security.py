@@ -483,4 +483,6 @@ def test_pr_scope_says_when_git_fails(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2 and proc.stderr.startswith("pr-scope: git diff nope...HEAD failed")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "benchmark pr-scope: error: git diff nope...HEAD failed"
+    )

@@ -105,13 +105,14 @@ def test_history_prints_a_series_over_time(history, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "MEDIAN" in lines[0]
     assert [int(line.split()[0]) for line in lines[1:]] == run_ids
-    assert "1.00 ms" in lines[1] and "1.20 ms" in lines[3]
+    assert "1.000 ms" in lines[1] and "1.200 ms" in lines[3]
     assert run_cli("history", "op.*", "--last", "1", "--db", url) == 0
     out = capsys.readouterr().out
-    assert "20.0 µs" in out and "skipped: no CUDA" in out
+    assert "20.00 µs" in out and "skipped: no CUDA" in out
     assert len(out.splitlines()) == 1 + 3
-    assert run_cli("history", "nothing", "--db", url) == 0
-    assert "no results match" in capsys.readouterr().out
+    assert run_cli("history", "nothing", "--db", url) == 2  # not found: exit 2, as plot and export
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no results match 'nothing'" in captured.err
 
 
 def test_export_csv(history, capsys):
@@ -270,10 +271,3 @@ def test_export_and_import_errors(history, tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"hello": 1}')
     assert run_cli("import", str(tmp_path / "bad.json"), "--db", url) == 2
     assert "not a pytest-benchmark JSON file" in capsys.readouterr().err
-
-
-def test_format_seconds():
-    f = store_commands.format_seconds
-    assert [f(1.5), f(1.2e-3), f(2.5e-7), f(5e-9), f(0.0), f(None), f(12_345.0)] == [
-        "1.50 s", "1.20 ms", "250 ns", "5.00 ns", "0 s", "-", "12,345 s",
-    ]  # fmt: skip

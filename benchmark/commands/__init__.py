@@ -1,14 +1,8 @@
-"""Sub-commands of the `benchmark` CLI, one module each, each with `register(subparsers)`."""
+"""Sub-commands of the `benchmark` CLI, one module each, each with `register(subparsers)`.
 
-import argparse
+Shared options, the error guard and the read-only store are in :mod:`benchmark.commands._common`.
+"""
 
+from benchmark.commands._common import positive_int
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer of at least 1, with a clear message otherwise."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+__all__ = ["positive_int"]

@@ -16,8 +16,9 @@ import argparse
 import csv
 import json
 import math
-import sys
 from dataclasses import dataclass
+
+from benchmark.commands._common import fail
 
 
 class SeriesError(Exception):
@@ -237,8 +238,7 @@ def cmd_detect(args) -> int:
     try:
         series = read_series(args.series)
     except SeriesError as e:
-        print(f"benchmark detect: {e}", file=sys.stderr)
-        return 2
+        return fail("detect", str(e))
     cps, alerts = analyse(series, min_effect=args.min_effect, higher_is_better=args.higher_is_better)
     if args.json:
         print(json.dumps(to_json(cps, alerts, series), allow_nan=False))

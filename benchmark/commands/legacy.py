@@ -16,9 +16,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from benchmark import legacy
-from benchmark.commands import positive_int
-from benchmark.config import DEFAULT_MAX_CASES, load_paths
+from benchmark.commands._common import positive_int
+from benchmark.limits import DEFAULT_MAX_CASES
+
+# Mirrors of benchmark.legacy's defaults, so that --help does not import the converter (checked
+# equal by tests/test_cli.py).
+DEFAULT_BATCH_SIZE = 16
+DEFAULT_UNKNOWN_DIM = 16
 
 
 def _read(path: Path) -> object:
@@ -39,14 +43,16 @@ class _Validator:
 
     def __init__(self):
         from benchmark import runners
+        from benchmark.config import load_paths
 
+        self.load_paths = load_paths
         self.checks = runners.config_checks()
         self.seen: dict[str, str] = {}  # case id -> the file that defined it
 
     def __call__(self, path: Path, expected_cases: int) -> list[str]:
         # The converter wrote the file: the case cap only guards against expanding more than it wrote.
         cap = max(DEFAULT_MAX_CASES, 8 * expected_cases)
-        cases, issues = load_paths([str(path)], checks=self.checks, max_cases=cap)
+        cases, issues = self.load_paths([str(path)], checks=self.checks, max_cases=cap)
         out = [str(i) for i in issues]
         for case in cases:
             first = self.seen.setdefault(case.id, str(path))
@@ -68,6 +74,8 @@ def _resolver():
 
 
 def cmd_import_legacy(args) -> int:
+    from benchmark import legacy
+
     out_dir = Path(args.out)
     written = converted = skipped = 0
     resolve = _resolver()
@@ -130,17 +138,17 @@ def register(sub) -> None:
     p.add_argument(
         "--batch-size",
         type=positive_int,
-        default=legacy.DEFAULT_BATCH_SIZE,
+        default=DEFAULT_BATCH_SIZE,
         metavar="N",
-        help=f"replaces a -1 batch dimension, the first (default {legacy.DEFAULT_BATCH_SIZE})",
+        help=f"replaces a -1 batch dimension, the first (default {DEFAULT_BATCH_SIZE})",
     )
     p.add_argument(
         "--unknown-dim",
         type=positive_int,
-        default=legacy.DEFAULT_UNKNOWN_DIM,
+        default=DEFAULT_UNKNOWN_DIM,
         metavar="N",
         help="replaces a -1 in any other dimension, as the legacy harness did "
-        f"(default {legacy.DEFAULT_UNKNOWN_DIM})",
+        f"(default {DEFAULT_UNKNOWN_DIM})",
     )
     p.add_argument(
         "--backward",

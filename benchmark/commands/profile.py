@@ -7,9 +7,7 @@ import argparse
 import fnmatch
 import sys
 
-from benchmark.commands.store import _add_db, _command, _run_id
-from benchmark.profile import diff_tables, format_table
-from benchmark.store import open_store
+from benchmark.commands._common import CommandError, add_db, add_run, command, open_history, resolve_run
 
 
 def register(sub) -> None:
@@ -21,11 +19,11 @@ def register(sub) -> None:
         "called more often since RUN_ID.",
     )
     p.add_argument("case", metavar="CASE", help="case id or glob, e.g. 'abs-1000x1000-fwd' or 'abs*'")
-    p.add_argument("--run", default="latest", metavar="ID", help="run id or 'latest' (default)")
+    add_run(p)
     p.add_argument("--vs", metavar="RUN_ID", help="compare with this (older) run's profile of the same case")
     p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0)")
     p.add_argument("--all", action="store_true", help="with --vs, list unchanged operators too")
-    _add_db(p)
+    add_db(p)
     p.set_defaults(func=cmd_profile)
 
 
@@ -47,16 +45,19 @@ def _copies_line(copies: dict | None) -> str:
     return "copies per profiled steps: " + ", ".join(parts)
 
 
-@_command("profile")
+@command("profile")
 def cmd_profile(args: argparse.Namespace) -> int:
-    store = open_store(args.db)
-    run_id = _run_id(store, args.run)
-    current = _profiled(store, run_id, args.case, args.place)
-    if not current:
-        raise ValueError(
-            f"run {run_id} has no profile for {args.case!r}: run `pytest benchmark/ -k ... --bench-profile` first"
-        )
-    older = _profiled(store, _run_id(store, args.vs), args.case, args.place) if args.vs else None
+    from benchmark.profile import diff_tables, format_table
+
+    with open_history(args.db) as store:
+        run_id = resolve_run(store, args.run)
+        current = _profiled(store, run_id, args.case, args.place)
+        if not current:
+            raise CommandError(
+                f"run {run_id} has no profile for {args.case!r}: run `pytest benchmark/ -k ... --bench-profile` "
+                "first"
+            )
+        older = _profiled(store, resolve_run(store, args.vs), args.case, args.place) if args.vs else None
     for (case_id, place, mode), prof in sorted(current.items()):
         print(f"== {case_id} [{place} {mode}] run {run_id}, {prof.get('steps', '?')} profiled steps")
         if older is None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from benchmark.review import code_paths
+from benchmark.commands._common import fail
 
 
 def cmd_pr_scope(args) -> int:
+    from benchmark.review import code_paths
+
     if args.paths:
         paths = args.paths
     else:
@@ -18,10 +20,8 @@ def cmd_pr_scope(args) -> int:
             text=True,
         )
         if proc.returncode != 0:
-            print(
-                f"pr-scope: git diff {args.base}...{args.head} failed: {proc.stderr.strip()}", file=sys.stderr
-            )
-            return 2
+            reason = " ".join(proc.stderr.split()) or f"exit status {proc.returncode}"
+            return fail("pr-scope", f"git diff {args.base}...{args.head} failed: {reason}")
         paths = proc.stdout.splitlines()
     code = code_paths(paths)
     print("code" if code else "data")

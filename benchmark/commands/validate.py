@@ -6,16 +6,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.config import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, load_paths
+from benchmark import paths as project_paths
+from benchmark.commands._common import positive_int
+from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
 
 
 def default_config_dir() -> Path:
-    here = Path(__file__).resolve().parents[2] / "configs"
-    return here if here.is_dir() else Path("configs")
+    """The shipped configs/ beside the package, else ./configs."""
+    return project_paths.CONFIGS_DIR if project_paths.CONFIGS_DIR.is_dir() else Path("configs")
 
 
 def _load(args):
     from benchmark import runners
+    from benchmark.config import load_paths
 
     checks = runners.config_checks(resolve=not args.no_resolve)
     paths = args.paths or [str(default_config_dir())]
@@ -34,13 +37,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-bytes",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MAX_BYTES,
-        help="largest footprint allowed per case: inputs (and gradients), or a model's estimate",
+        help="largest footprint allowed per case: inputs (and gradients), or a model's estimate "
+        f"(default {DEFAULT_MAX_BYTES})",
     )
     p.add_argument(
         "--max-cases",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MAX_CASES,
         help=f"most cases one config entry may expand to (default {DEFAULT_MAX_CASES})",
     )

@@ -1,0 +1,73 @@
+"""`benchmark.units` and `benchmark.paths`: one way to write a duration, one answer to "where"."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from benchmark import paths, units
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (1.5, "1.500 s"),
+        (1.2e-3, "1.200 ms"),
+        (125.1e-6, "125.1 µs"),
+        (5.526e-4, "552.6 µs"),
+        (2.5e-7, "250.0 ns"),
+        (5e-9, "5.000 ns"),
+        (0.0, "0 s"),
+        (None, "-"),
+        (math.nan, "-"),
+        (math.inf, "-"),
+        (12_345.0, "12,345 s"),
+        (-3.2e-6, "-3.200 µs"),
+        (0.99996e-3, "1.000 ms"),  # rounds up into the next unit, never "1000 µs"
+    ],
+)
+def test_format_seconds(seconds, text):
+    assert units.format_seconds(seconds) == text
+
+
+def test_other_units_keep_their_unit_at_the_same_precision():
+    assert units.format_value(812.54, "MB/s") == "812.5 MB/s"
+    assert units.format_value(2e-3, "s") == units.format_value(2e-3, None) == "2.000 ms"
+    assert units.format_value(None, "MB/s") == "-"
+
+
+def test_time_scale_fits_the_median():
+    assert units.time_scale([1e-6, 5e-4, 6e-4]) == (1e6, "µs")
+    assert units.time_scale([2e-3, 3e-3, math.nan, 0.0]) == (1e3, "ms")
+    assert units.time_scale([]) == (1.0, "s")
+
+
+def test_format_percent():
+    assert units.format_percent(0.0321) == "+3.2%"
+    assert units.format_percent(-0.5, signed=False) == "-50.0%"
+    assert units.format_percent(math.nan) == "-"
+
+
+def test_project_root_is_the_nearest_pyproject_or_git(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    inner = tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    assert paths.project_root(inner) == tmp_path.resolve()
+    assert paths.history_path(tmp_path) == tmp_path.resolve() / "results" / "history.sqlite"
+    assert paths.default_db_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/results/history.sqlite"
+
+
+def test_db_url_takes_a_url_a_file_path_or_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv(paths.DB_URL_ENV, raising=False)
+    assert paths.db_url("postgresql://h/x") == "postgresql://h/x"
+    monkeypatch.chdir(tmp_path)
+    assert paths.db_url("h.sqlite") == f"sqlite:///{Path(os.getcwd()) / 'h.sqlite'}"
+    monkeypatch.setenv(paths.DB_URL_ENV, "sqlite:///elsewhere.sqlite")
+    assert paths.db_url(None) == "sqlite:///elsewhere.sqlite"
+
+
+def test_the_shipped_configs_are_where_paths_says():
+    assert paths.GATES_PATH.is_file() and paths.ALLOWLIST_PATH.is_file()
