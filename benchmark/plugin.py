@@ -874,7 +874,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} {'n':>5}  throughput"
     )
     skipped: dict[str, int] = {}
-    for r in bench.results:
+    # In collection order (cases measured in worker processes are recorded as their last trial ends).
+    order = {(c.case_id, c.place, c.mode): i for i, c in enumerate(bench.expected or [])}
+    for r in sorted(bench.results, key=lambda r: order.get((r.case_id, r.place, r.mode), len(order))):
         s = r.stats or {}
         if r.metric != "time":
             continue  # instruction counts: their own section below
@@ -1254,8 +1256,10 @@ class _Progress:
         if self.reporter is None:
             print(text, file=sys.stderr)
             return
-        if self.tty:
-            self.reporter.rewrite("")
+        if self.tty:  # over the in-place line of the current trial
+            self.reporter.rewrite(text, erase=True, **markup)
+            self.reporter.write("\n")
+            return
         self.reporter.ensure_newline()
         self.reporter.write_line(text, **markup)
 
@@ -1263,7 +1267,8 @@ class _Progress:
         if self.tty and self.reporter is not None:
             self.reporter.rewrite(
                 f"round {trial.round + 1}/{self.rounds}, trial {self.count + 1}/{self.total}: "
-                f"{trial.case.id} ({trial.index + 1} of {trial.processes})"
+                f"{trial.case.id} ({trial.index + 1} of {trial.processes})",
+                erase=True,
             )
 
     def done(self, trial, record: dict) -> None:
