@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -55,13 +58,32 @@ def test_list_shows_ids_hashes_and_sources():
     assert any(line.startswith("abs_smoke-cpu-dynamic ") for line in lines)
 
 
-def test_every_command_has_help():
-    from benchmark.cli import build_parser
+def _subcommands(parser, prefix=()):
+    """(argv prefix, parser) of every command and nested action (`db init` ...)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name), sub
+                yield from _subcommands(sub, (*prefix, name))
 
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    assert {"validate", "list"} <= set(sub.choices)
-    for name, p in sub.choices.items():
-        assert p.description or p.format_help(), name
-        proc = cli(name, "--help")
-        assert proc.returncode == 0 and "usage: benchmark " + name in proc.stdout
+
+def test_every_command_and_option_has_help(capsys):
+    from benchmark.cli import build_parser, main
+
+    commands = list(_subcommands(build_parser()))
+    assert {("validate",), ("list",), ("db", "init")} <= {argv for argv, _ in commands}
+    for argv, sub in commands:
+        assert sub.description and sub.description.strip(), f"{' '.join(argv)} has no description"
+        for action in sub._actions:
+            if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                assert action.help and action.help.strip(), f"{' '.join(argv)} {action.dest} has no help"
+        with pytest.raises(SystemExit) as info:
+            main([*argv, "--help"])
+        assert info.value.code == 0
+        assert "usage: benchmark " + " ".join(argv) in capsys.readouterr().out
+
+
+def test_the_benchmark_module_prints_its_help():
+    proc = cli("--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: benchmark")
+    assert "validate" in proc.stdout and "gate" in proc.stdout

@@ -16,15 +16,8 @@ import math
 import os
 import sys
 
-from benchmark.commands.store import _add_db, _run_id
-from benchmark.gate import (
-    BASELINE_RUN_STATUSES,
-    GateInputError,
-    incomplete_runs,
-    judge,
-)
-from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates
-from benchmark.store import RUN_GROUP_ENV, StoreError, open_store
+from benchmark.commands._common import add_db, open_history, resolve_run
+from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
 
 
 def register(sub) -> None:
@@ -61,11 +54,11 @@ def register(sub) -> None:
         help="take baselines also from runs that are not complete (interrupted, incomplete, running)",
     )
     p.add_argument(
-        "--gates", default=str(DEFAULT_GATES_PATH), metavar="FILE", help="gate settings (configs/gates.yaml)"
+        "--gates", default=str(GATES_PATH), metavar="FILE", help="gate settings (configs/gates.yaml)"
     )
     p.add_argument("--json", action="store_true", help="print the decisions as JSON")
     p.add_argument("--all", action="store_true", help="list every case, not only failing and improved ones")
-    _add_db(p)
+    add_db(p)
     p.set_defaults(func=cmd_gate)
 
 
@@ -88,23 +81,29 @@ def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]
         raise ValueError("give --run ID or --run-group NAME, not both")
     group = run_group or (os.environ.get(RUN_GROUP_ENV) or None if run == "latest" else None)
     if group is None:
-        run_id = _run_id(store, run)
+        run_id = resolve_run(store, run)
         info = store.run(run_id) if run == "latest" else None
         group = info.get("run_group") if info else None
         if group is None:
             return [run_id], f"run {run_id}"
     run_ids = store.group_runs(group)
     if not run_ids:
+        from benchmark.gate import GateInputError
+
         raise GateInputError(f"there are no runs of group {group!r} in {store.display_url}")
     return run_ids, f"run group {group} (run{'s' if len(run_ids) > 1 else ''} {', '.join(map(str, run_ids))})"
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
+    from benchmark.gate import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
+    from benchmark.gates import GateError, load_gates
+    from benchmark.store import StoreError
+
     try:
         gates = load_gates(args.gates)
-        store = open_store(args.db, create=False, readonly=True)
+        store = open_history(args.db)
         run_ids, label = target_runs(store, args.run, args.run_group)
-        baseline = None if args.baseline == "history" else _run_id(store, args.baseline)
+        baseline = None if args.baseline == "history" else resolve_run(store, args.baseline)
         problems = incomplete_runs(store, run_ids)
         if problems and not args.allow_incomplete:
             raise GateInputError(

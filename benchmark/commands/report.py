@@ -15,14 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmark.commands import positive_int
-from benchmark.store import StoreError, find_project_root, open_store
+from benchmark import paths
+from benchmark.commands._common import CommandError, add_db, command, fail, open_history, positive_int
 
 FORMATS = ("png", "svg", "pdf")
 
 
-class UsageError(Exception):
-    """A user error: printed as one line, exit status 2."""
+UsageError = CommandError  # a user error: one line on stderr, exit status 2 (commands/_common)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -48,7 +47,7 @@ def _run_ref(value: str) -> str | int:
 
 
 def _open(args):
-    return open_store(args.db, create=False, readonly=True)
+    return open_history(args.db)
 
 
 def _resolve_run(store, ref: str | int | None, *, required: bool) -> int | None:
@@ -75,13 +74,9 @@ def _check_baseline(store, baseline: int | None) -> None:
 def _guard(name: str, work) -> int:
     """Run a command body, turning user and store errors into one line on stderr and exit 2."""
     try:
-        return work()
-    except (UsageError, StoreError, LookupError) as exc:
-        print(f"benchmark {name}: {str(exc).strip(chr(34) + chr(39))}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"benchmark {name}: {exc}", file=sys.stderr)
-        return 2
+        return command(name)(lambda _args: work())(argparse.Namespace())
+    except LookupError as exc:  # no such run or series, raised by the report modules
+        return fail(name, str(exc).strip(chr(34) + chr(39)))
 
 
 # -------------------------------------------------------------------------------------------------- plot
@@ -233,7 +228,7 @@ def _plots_note(out: Path, run_id: int, n_trends: int, files: list[str]) -> str:
 def _report_html(args) -> int:
     from benchmark.report.html import build_dashboard
 
-    out = Path(args.out) if args.out else find_project_root() / "results" / "report"
+    out = Path(args.out) if args.out else paths.results_dir() / "report"
     clock = time.perf_counter()
     with _open(args) as store:
         run_id = _resolve_run(store, args.run, required=True)
@@ -257,11 +252,7 @@ def _report_html(args) -> int:
 
 
 def _db_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--db",
-        metavar="URL",
-        help="history database URL (default: $BENCHMARK_DB_URL, then sqlite:///<project>/results/history.sqlite)",
-    )
+    add_db(p)
 
 
 def _jobs_option(p: argparse.ArgumentParser) -> None:

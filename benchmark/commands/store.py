@@ -27,9 +27,6 @@ from benchmark.commands._common import (
 )
 from benchmark.units import format_value
 
-# Old private names, kept until commands/gate.py imports from _common (remove then).
-_add_db, _command, _run_id = add_db, command, resolve_run
-
 
 def register(subparsers) -> None:
     _register_runs(subparsers)
