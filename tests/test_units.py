@@ -71,3 +71,17 @@ def test_db_url_takes_a_url_a_file_path_or_the_environment(tmp_path, monkeypatch
 
 def test_the_shipped_configs_are_where_paths_says():
     assert paths.GATES_PATH.is_file() and paths.ALLOWLIST_PATH.is_file()
+
+
+def _square(x: int) -> list[int]:
+    return [x * x]
+
+
+def test_parallel_map_keeps_order_in_processes_and_in_process():
+    from benchmark.parallel import parallel_map
+
+    items = list(range(20))
+    expected = [[x * x] for x in items]
+    assert parallel_map(_square, items, workers=2, progress=False) == expected
+    assert parallel_map(_square, items, workers=1, progress=False, flatten=True) == [x * x for x in items]
+    assert parallel_map(_square, items[:3], workers=4, progress=True) == expected[:3]  # few: in process

@@ -87,6 +87,7 @@ def cmd_plot(args) -> int:
 
 
 def _plot(args) -> int:
+    from benchmark.parallel import parallel_map
     from benchmark.report import plots
     from benchmark.report.compare_runs import analyse_one, compare_run, default_min_effect, load_series
     from benchmark.report.html import slug_for
@@ -100,8 +101,8 @@ def _plot(args) -> int:
         if not series and run_id is None:
             raise UsageError(f"no series in {store.display_url} matches {' '.join(args.patterns or ['*'])}")
         min_effect = default_min_effect()
-        analyses = plots.parallel_map(analyse_one, [(s, min_effect) for s in series], workers=args.jobs,
-                                      description="analysing series")  # fmt: skip
+        analyses = parallel_map(analyse_one, [(s, min_effect) for s in series], workers=args.jobs,
+                                description="analysing series")  # fmt: skip
         jobs = [
             plots.PlotJob("trend", str(out / f"{slug_for(s)}.trend"), s, a, args.format)
             for s, a in zip(series, analyses, strict=True)
