@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "benchmark.commands.profile",
     "benchmark.commands.gate",
     "benchmark.commands.scope",
+    "benchmark.commands.compare",
 ]
 
 

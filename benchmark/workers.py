@@ -105,6 +105,16 @@ class Worker:
         detail = f" (exit status {code})" if code not in (None, 0) else ""
         return {"status": "error", "message": f"worker process: {why}{detail}"}
 
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> bool:
+        """Block until the worker has imported what it needs (its ready line); False when it died
+        or did not get there in time (then `request` answers with an error record). Lets a caller
+        start several workers at once and time nothing until all are ready."""
+        if self.ready is None and self.alive():
+            line = self._read_line(time.monotonic() + timeout_s)
+            if line is not None:
+                self.ready = json.loads(line)
+        return self.ready is not None
+
     def request(self, task: str, case, params: dict[str, Any] | None = None, *, timeout_s: float) -> dict:
         """Send one case; its record, or an error record if the worker died or timed out."""
         if not self.alive():

@@ -1,0 +1,148 @@
+"""A `benchmark compare` job rendered: Markdown for a pull-request comment and the A/B chart
+(the reports' `ab_chart`, one row per case: B/A change with its interval, colored by verdict)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from benchmark.analysis import sequential as seq
+from benchmark.report.compare_runs import Row
+
+VERDICT_MARK = {
+    seq.SLOWER: "🔴 slower",
+    seq.FASTER: "🟢 faster",
+    seq.SAME: "⚪ same",
+    seq.INCONCLUSIVE: "🟠 inconclusive",
+    seq.ERROR: "❌ error",
+    "skipped": "skipped",
+}
+ORDER = {seq.SLOWER: 0, seq.ERROR: 1, seq.FASTER: 2, seq.INCONCLUSIVE: 3, seq.SAME: 4, "skipped": 5}
+
+
+def _pct(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x - 1:+.1%}"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    if not values:
+        return math.nan
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def markdown(job) -> str:
+    """The comparison as Markdown: the outcome, both sides, one table row per case (worst first)."""
+    from benchmark.report.plots import format_time
+
+    a, b = job.sides["A"], job.sides["B"]
+    verdicts = job.verdicts()
+    slower = verdicts.count(seq.SLOWER)
+    errors = verdicts.count(seq.ERROR)
+    if slower:
+        head = f"**B is slower** in {slower} of {len(verdicts)} case(s)"
+    elif errors:
+        head = f"**{errors} case(s) could not be measured**; no case is slower"
+    else:
+        head = f"**No case is slower** ({len(verdicts)} case(s))"
+    lines = [
+        "## Benchmark comparison (A/B of two environments)",
+        "",
+        head + ".",
+        "",
+        f"- **A** (base): `{a.python}`, paddle {a.paddle_version}",
+        f"- **B** (change): `{b.python}`, paddle {b.paddle_version}",
+        f"- {job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); each step one fresh worker "
+        f"process per side, in random order; seed {job.seed}",
+        f"- Verdicts: B/A ratio of per-process values, paired by step; slower/faster when the interval "
+        f"excludes 1 and the change exceeds the minimum effect; same when the interval lies within it. "
+        f"False slower/faster verdicts: at most {job.alpha:g} in all, over cases and looks.",
+    ]
+    if job.run_group:
+        lines.append(
+            f"- Stored as run group `{job.run_group}` (A: run {job.run_ids.get('A')}, B: run {job.run_ids.get('B')})"
+        )
+    lines += [
+        "",
+        "| verdict | case | place | A | B | B/A | interval | pairs |",
+        "|---|---|---|---:|---:|---:|---|---:|",
+    ]
+    for s in sorted(job.states, key=lambda s: (ORDER.get(s.verdict, 9), s.case.id)):
+        d = s.decision
+        values = {k: [e["value"] for e in s.entries[k] if e["status"] == "ok"] for k in ("A", "B")}
+        med = {k: _median(v) for k, v in values.items()}
+        ok = d is not None and math.isfinite(d.ci_low)
+        interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}] at {d.confidence:.2%}" if ok else "–"
+        note = ""
+        if s.error or s.skipped:
+            note = f" ({_cell(s.error or s.skipped)[:200]})"
+        elif d is not None and d.verdict == seq.INCONCLUSIVE and d.pairs_needed:
+            note = f" (needs ~{d.pairs_needed} pairs)"
+        lines.append(
+            "| {v} | `{case}`{note} | {place} {mode} | {a} | {b} | {r} | {i} | {n} |".format(
+                v=VERDICT_MARK.get(s.verdict, s.verdict),
+                case=s.case.case_id,
+                note=note,
+                place=s.case.place,
+                mode=s.case.mode,
+                a=format_time(med["A"]) if math.isfinite(med["A"]) else "–",
+                b=format_time(med["B"]) if math.isfinite(med["B"]) else "–",
+                r=_pct(d.ratio) if d is not None else "–",
+                i=interval,
+                n=len(s.pairs),
+            )
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def rows(job) -> list[Row]:
+    """One chart row per case with an interval (the ratio is B/A)."""
+    out = []
+    for s in job.states:
+        d = s.decision
+        if d is None or not math.isfinite(d.ci_low):
+            continue
+        out.append(
+            Row(
+                case_id=s.case.case_id,
+                name=s.case.name,
+                place=s.case.place,
+                mode=s.case.mode,
+                config_hash=s.case.config_hash,
+                verdict=s.verdict,
+                ratio=d.ratio,
+                ci_low=d.ci_low,
+                ci_high=d.ci_high,
+                confidence=d.confidence,
+                min_effect=d.min_effect,
+            )
+        )
+    return out
+
+
+def chart(job):
+    """The A/B chart of the job (a matplotlib Figure)."""
+    from benchmark.report.plots import ab_chart
+
+    a, b = job.sides["A"], job.sides["B"]
+    title = f"B/A: paddle {b.paddle_version} (B) against {a.paddle_version} (A), {job.steps} steps"
+    fig = ab_chart(rows(job), title=title)
+    fig.axes[0].set_xlabel("change of B against A (per-process values, paired), interval at the look's level")
+    return fig
+
+
+def write_chart(job, path: str | Path) -> list[Path]:
+    """Write the chart to `path`: its suffix (.png, .svg) picks the format; no such suffix: both."""
+    from benchmark.report.plots import save
+
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt in ("png", "svg", "pdf"):
+        return save(chart(job), path.with_suffix(""), formats=(fmt,))
+    return save(chart(job), path, formats=("png", "svg"))
