@@ -1,7 +1,10 @@
-"""Timing on top of pytest-benchmark: warmup by time, calibrated rounds, device sync, raw samples.
+"""Timing: warmup by time, calibrated rounds, device sync, raw samples.
 
-pytest-benchmark runs the timed loop (`benchmark.pedantic`) and keeps the per-round samples and
-its own statistics; this module decides how long to warm up and how many iterations a round and
+A worker process's trial times a case with `measure_rounds` (synchronized rounds, the first one
+discarded), with the case's budget divided over its processes (`MeasureSettings.per_process`).
+In-process measurement (`--bench-processes 0`) goes through pytest-benchmark instead (`measure`):
+it runs the timed loop (`benchmark.pedantic`) and keeps the per-round samples and its own
+statistics. Either way this module decides how long to warm up and how many iterations a round and
 how many rounds a case get, supplies the timer that synchronizes the device at both ends of every
 round, and reads the raw samples back into a `CaseResult`.
 

@@ -6,6 +6,12 @@ validated in `pytest_configure` (a bad file stops the session with one line per 
 anything runs); thread counts and the allocator are set before paddle is imported; each finished
 case is appended at once to the JSON summary and the history store, so a crash loses nothing
 that finished.
+
+Cases are measured in worker processes (`--bench-processes N`, default 3) before the items run
+(`pytest_runtestloop`, `BenchSession.measure_in_workers`): trials in randomized interleaved
+rounds (`benchmark.trials`), then the checks after timing in a worker of their own; each item then
+reports its case's recorded result. `--bench-processes 0` measures inside each item instead, through
+pytest-benchmark's fixture (`run_case`).
 """
 
 from __future__ import annotations
