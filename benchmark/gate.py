@@ -15,7 +15,8 @@ Two baselines:
   (:func:`benchmark.analysis.history.simulate_online`; evidence ``history``), with each run's
   between-process standard error as the floor under its noise. A series with fewer runs than the
   detector needs falls back to an A/B against its previous run: Welch on the log values of the two
-  runs' processes (``ab_processes``); when a side has fewer than 2 process values, the two run
+  runs' processes (``ab_processes``), their spread pooled with the between-process spread of the
+  series' earlier runs; when a side has fewer than 2 process values, the two run
   values against the between-run noise of the series' history (``ab_history_noise``), or
   ``inconclusive`` (not failing) when there is no such history.
 * a run id (pull requests: base vs head): the same A/B against the same series in that run.
@@ -49,6 +50,7 @@ from benchmark.analysis.history import (
     DEFAULT_PARAMS,
     between_run_noise,
     latest_pvalue,
+    pooled_process_spread,
     process_noise,
     simulate_online,
 )
@@ -169,11 +171,12 @@ def _ab(
     s: GateSettings,
     label: str,
     noise: tuple[float, float] | None,
+    spread: tuple[float, float] | None = None,
 ) -> Decision:
     sigma, df = noise if noise is not None else (None, None)
     c = compare_processes(
         base, new, min_effect=s.min_effect, higher_is_better=s.higher_is_better, alpha=s.alpha,
-        noise=sigma, noise_df=df,
+        noise=sigma, noise_df=df, spread=spread,
     )  # fmt: skip
     decision.effect = c.ratio - 1.0
     decision.ci_low, decision.ci_high = c.ci_low - 1.0, c.ci_high - 1.0
@@ -239,6 +242,7 @@ def _history(
             s,
             label,
             between_run_noise(values),
+            pooled_process_spread(procs[:-1]),
         )
     values = [*values, decision.value][-(s.history_runs + 1) :]
     samples = [*samples, new][-(s.history_runs + 1) :]
@@ -441,9 +445,19 @@ def _judge_result(d: Decision, s: GateSettings, result, base, baseline, base_res
         if s.metric == "instructions":
             _level(d, [baseline], [run_value(b_procs, b_raw)], new, s, result)
             return
-        # the history's between-run noise, from the runs before the judged one (not the judged one)
-        _, values, _, _ = _earlier_runs(base, s, batch)
-        _ab(d, _side(b_procs, b_raw), _side(procs, new), s, f"run {baseline}", between_run_noise(values))
+        # the history's between-run noise and between-process spread, from the runs before the
+        # judged one (not the judged one; the baseline run's own spread counts once, as its side)
+        runs, values, _, earlier = _earlier_runs(base, s, batch)
+        spread = pooled_process_spread([p for r, p in zip(runs, earlier, strict=True) if r != baseline])
+        _ab(
+            d,
+            _side(b_procs, b_raw),
+            _side(procs, new),
+            s,
+            f"run {baseline}",
+            between_run_noise(values),
+            spread,
+        )
     else:
         if s.metric == "instructions":
             _instructions_history(d, base, new, result, s)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.compare import compare, compare_processes
-from benchmark.analysis.history import between_run_noise, process_noise
+from benchmark.analysis.history import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
 from benchmark.results import CaseResult, process_entry, summarize_processes
 from benchmark.store import open_store
@@ -49,6 +49,25 @@ def test_false_failure_rate_on_unchanged_code_is_at_most_alpha(processes):
     # alpha = 1%: 2000 trials put the binomial standard error at 0.22%; 1.5% is alpha plus 2 SE
     assert false_failures <= 0.015, false_failures
     assert verdicts.count("faster") / trials <= 0.015
+
+
+def test_with_the_historys_pooled_spread_the_rate_stays_at_most_alpha_and_two_processes_suffice():
+    """The between-process spread of 10 earlier runs, pooled, lends each side its degrees of
+    freedom: unchanged code still fails at most alpha, and a large slowdown measured in only 2
+    processes a side (--bench-quick) is caught, which 2 processes alone (1 df a side) cannot."""
+    rng = np.random.default_rng(11)
+    trials, false_failures = 1500, 0
+    for _ in range(trials):
+        spread = pooled_process_spread([_values(_run(rng, 3)) for _ in range(10)])
+        c = compare_processes(_values(_run(rng, 3)), _values(_run(rng, 3)), min_effect=MIN_EFFECT, alpha=ALPHA,
+                              spread=spread)  # fmt: skip
+        false_failures += c.verdict == "slower"
+    assert false_failures / trials <= 0.015
+    base, slow = [7.2e-6, 4.7e-6], [881e-6, 271e-6]  # measured: abs 256x256 under FLAGS_check_nan_inf
+    spread = pooled_process_spread([base] * 10)
+    assert compare_processes(base, slow, min_effect=1.0, alpha=ALPHA).verdict == "inconclusive"
+    caught = compare_processes(base, slow, min_effect=1.0, alpha=ALPHA, spread=spread)
+    assert caught.verdict == "slower" and "pooled with 10 df" in caught.reason
 
 
 def test_the_old_raw_rounds_test_fails_unchanged_code_most_of_the_time():

@@ -39,7 +39,9 @@ so it excludes no change exactly when the test is significant at ``alpha``). Whe
 side has fewer than 2 process values (older histories, ``--bench-processes 0/1``) the run itself
 cannot estimate its variance: the two run values are compared against the between-run noise of
 the series' history (``noise``, a standard deviation of log run values, with ``noise_df`` degrees
-of freedom), or the verdict is *inconclusive*, saying why. The verdict rules are those above:
+of freedom), or the verdict is *inconclusive*, saying why. Two or three processes a side estimate
+their spread poorly (1-4 degrees of freedom); the spread between processes of the series' earlier
+runs, pooled (``spread``), adds its degrees of freedom, never lowering a side's own variance. The verdict rules are those above:
 significant and beyond the minimum effect for slower/faster, the whole interval inside the region
 for same, and a significant but negligible difference is same too.
 """
@@ -259,11 +261,25 @@ def compare(
     )
 
 
-def _welch(lb: np.ndarray, lc: np.ndarray) -> tuple[float, float, float]:
+def _side_variance(x: np.ndarray, spread: tuple[float, float] | None) -> tuple[float, float]:
+    """(variance, degrees of freedom) of one side's log process values: its own sample variance,
+    or, with the history's pooled spread, the pooled estimate (own and history together) but never
+    below its own (so a run noisier than its history is judged by its own spread)."""
+    own, df = float(np.var(x, ddof=1)), float(x.size - 1)
+    if spread is None or not (spread[1] > 0 and math.isfinite(spread[0])):
+        return own, df
+    pooled = (own * df + spread[0] * spread[1]) / (df + spread[1])
+    return max(own, pooled), df + spread[1]
+
+
+def _welch(
+    lb: np.ndarray, lc: np.ndarray, spread: tuple[float, float] | None = None
+) -> tuple[float, float, float]:
     """(difference of means, its standard error, Welch-Satterthwaite degrees of freedom)."""
-    vb, vc = float(np.var(lb, ddof=1)) / lb.size, float(np.var(lc, ddof=1)) / lc.size
+    (sb, db), (sc, dc) = _side_variance(lb, spread), _side_variance(lc, spread)
+    vb, vc = sb / lb.size, sc / lc.size
     se = math.sqrt(vb + vc)
-    denom = (vb**2 / (lb.size - 1) if vb else 0.0) + (vc**2 / (lc.size - 1) if vc else 0.0)
+    denom = (vb**2 / db if vb else 0.0) + (vc**2 / dc if vc else 0.0)
     df = (vb + vc) ** 2 / denom if denom > 0 else float(lb.size + lc.size - 2)
     return float(np.mean(lc) - np.mean(lb)), se, df
 
@@ -277,6 +293,7 @@ def compare_processes(
     alpha: float = 0.01,
     noise: float | None = None,
     noise_df: float | None = None,
+    spread: tuple[float, float] | None = None,
 ) -> Comparison:
     """Compare two runs of one case with worker processes as the unit (see the module docstring).
 
@@ -284,7 +301,10 @@ def compare_processes(
     (seconds per iteration, or items per second with ``higher_is_better``); a run measured in one
     process gives its one run value. ``noise``: the between-run standard deviation of the series'
     log run values (from its history), used only when a side has fewer than 2 values; ``noise_df``
-    its degrees of freedom. ``ratio`` is candidate / baseline.
+    its degrees of freedom. ``spread``: (variance, degrees of freedom) of log process values within
+    a run, pooled over the series' earlier runs (:func:`benchmark.analysis.history.pooled_process_spread`):
+    it adds degrees of freedom to each side's variance, never lowering it below the side's own.
+    ``ratio`` is candidate / baseline.
     """
     if min_effect < 0:
         raise ValueError("min_effect must be >= 0")
@@ -302,9 +322,11 @@ def compare_processes(
     )  # fmt: skip
     unit = "processes"
     if nb >= 2 and nc >= 2:
-        est, se, df = _welch(np.log(b), np.log(c))
+        est, se, df = _welch(np.log(b), np.log(c), spread)
         method = "processes"
         basis = f"Welch t on log values of {nb} vs {nc} processes"
+        if spread is not None:
+            basis += f", spread pooled with {spread[1]:.0f} df of the history"
     elif nb and nc and noise is not None and math.isfinite(noise) and noise > 0:
         est = math.log(float(np.median(c))) - math.log(float(np.median(b)))
         se, df = math.sqrt(2.0) * noise, float(noise_df or 1.0)

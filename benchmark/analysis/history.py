@@ -237,6 +237,20 @@ def process_noise(values: Sequence[float] | None) -> float:
     return float(np.std(np.log(x), ddof=1) * 1.2533 / math.sqrt(x.size))
 
 
+def pooled_process_spread(runs: Sequence[Sequence[float] | None]) -> tuple[float, float] | None:
+    """(variance, degrees of freedom) of log process values within a run, pooled over the runs of
+    a series that have 2 or more process values: sum((P_i - 1) s_i^2) / sum(P_i - 1); None when no
+    run has 2. The spread between processes of unchanged code, estimated from the whole history."""
+    ss, df = 0.0, 0
+    for run in runs:
+        x = np.asarray(run if run is not None else [], dtype=float)
+        x = x[np.isfinite(x) & (x > 0)]
+        if x.size >= 2:
+            ss += float(np.var(np.log(x), ddof=1)) * (x.size - 1)
+            df += x.size - 1
+    return (ss / df, float(df)) if df else None
+
+
 def between_run_noise(values: Sequence[float]) -> tuple[float, float] | None:
     """(standard deviation, degrees of freedom) of a series' log run values between runs, from its
     successive differences (mean square successive difference / 2, so a level step weighs one
