@@ -276,9 +276,12 @@ def measure_rounds(
 ) -> tuple[list[float], Plan]:
     """Warm up, calibrate and time synchronized rounds: (seconds per iteration per round, plan).
     What a worker process's `time` task runs (benchmark/runners/worker.py). `counters`, if given,
-    gets `minor_faults`: the minor page faults of the timed rounds (warmup excluded)."""
+    gets `minor_faults` (the minor page faults of the timed rounds, warmup excluded), `warmup_s`
+    and `timed_s` (wall seconds of the warmup and of the timed rounds)."""
+    t0 = time.perf_counter()
     n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
     p = plan(estimate, n_warm, settings)
+    t1 = time.perf_counter()
     faults0 = minor_faults()
     samples = []
     step, sync = prepared.step, prepared.sync
@@ -291,6 +294,7 @@ def measure_rounds(
         samples.append((time.perf_counter() - t0) / p.iterations)
     if counters is not None:
         counters["minor_faults"] = minor_faults() - faults0
+        counters["warmup_s"], counters["timed_s"] = t1 - t0, time.perf_counter() - t1
     return samples[1:], p
 
 

@@ -1177,6 +1177,7 @@ class _CaseTrials:
                 "prepare_s": first.get("prepare_s"),
                 "warmup_iterations": first.get("warmup_iterations"),
                 "estimate_s": first.get("estimate_s"),
+                "warmup_s": sum(float(rec.get("warmup_s") or 0.0) for rec in records),
                 "timed_s": sum(float(rec.get("timed_s") or 0.0) for rec in records),
                 "processes": len(records),
             }
