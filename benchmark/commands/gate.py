@@ -1,11 +1,11 @@
 """`benchmark gate`: pass or fail a run against its history or another run (exit 0, 1 or 2).
 
 The decisions come from the one judge (:func:`benchmark.gate.judge`), as in the reports and the
---bench-gate items. A run with nothing to compare yet (the first run of its series on this machine)
-passes with a notice, exit 0. Only complete runs are judged, and history baselines come only from complete runs: a run that is
-still running, was interrupted or is incomplete is refused (exit 2) with the cases it has no result
-of, unless `--allow-incomplete` / `--baseline-any-run` say otherwise. The runs of one run group
-(the shards of one nightly) are judged as one run.
+--bench-gate items. A run with nothing to compare yet (the first run of its series on this
+machine) passes with a notice, exit 0. Only complete runs are judged, and history baselines come
+only from complete runs: a run that is still running, was interrupted or is incomplete is refused
+(exit 2) with the cases it has no result of, unless `--allow-incomplete` / `--baseline-any-run` say
+otherwise. The runs of one run group (the shards of one nightly) are judged as one run.
 """
 
 from __future__ import annotations
