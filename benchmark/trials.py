@@ -116,7 +116,8 @@ def run_trials(
                     if callable(after):
                         after()
                 if record.get("status") == "error" and not worker.alive():
-                    record = {**record, "message": failure_message(record, trial, worker.proc.returncode)}
+                    message = failure_message(record, trial, worker.proc.returncode)
+                    record = {**record, "message": message, "pid": record.get("pid") or worker.proc.pid}
                 on_record(trial, record)
             if worker is not None:
                 worker.close()

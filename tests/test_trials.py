@@ -246,7 +246,7 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     assert slow["message"].startswith("worker process died (exit status -9) during trial 1 of 2"), slow[
         "message"
     ]
-    assert [p["status"] for p in slow["processes"]] == ["error"]
+    assert [(p["status"], p["pid"]) for p in slow["processes"]] == [("error", killed)]
     assert slow["processes"][0]["samples"] == []
     assert results["k_first"]["status"] == results["k_last"]["status"] == "ok"
     assert [len(results[c]["processes"]) for c in ("k_first", "k_last")] == [2, 2]
