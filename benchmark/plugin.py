@@ -511,10 +511,12 @@ class BenchSession:
                     record = worker.request("checks", state.case, params, timeout_s=trials.TRIAL_TIMEOUT_S)
                     state.apply_checks(record)
                 self.record(state.result)
+        except BaseException:  # interrupted: the worker goes too
+            if worker is not None and worker.alive():
+                worker.proc.kill()
+            raise
         finally:
             if worker is not None:
-                if worker.alive() and sys.exc_info()[0] is not None:
-                    worker.proc.kill()
                 worker.close()
 
     def measure_in_workers(self, items: list) -> None:
@@ -1113,7 +1115,7 @@ class _CaseTrials:
 
     def add(self, trial, record: dict) -> bool:
         """Take one trial's record; True when the case has no more trials to run."""
-        from benchmark.results import process_entry
+        from benchmark.results import bad_timings, process_entry
 
         status = record.get("status")
         if status == "skipped":
@@ -1121,6 +1123,12 @@ class _CaseTrials:
         else:
             ok = status == "ok" and bool(record.get("samples"))
             message = None if ok else str(record.get("message") or f"trial status {status!r} without samples")
+            bad = bad_timings(record.get("samples")) if ok else 0
+            if bad:  # NaN, inf or non-positive timings are an error of the trial, never numbers
+                ok, message = (
+                    False,
+                    f"invalid timing samples: {bad} of {len(record['samples'])} in trial {trial.index + 1}",
+                )
             self.entries.append(
                 process_entry(
                     trial.index,

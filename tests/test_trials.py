@@ -98,6 +98,49 @@ def test_a_case_may_set_its_process_count_and_an_unset_one_leaves_its_series_alo
     assert "processes" in str(issue)
 
 
+def one_case(tmp_path):
+    from benchmark.config import load_file
+
+    path = tmp_path / "one.yaml"
+    path.write_text(
+        "cases:\n  - {name: one, kind: op, op: paddle.abs, inputs: {x: {shape: [4]}}, places: [cpu]}\n"
+    )
+    (case,) = load_file(path).cases
+    return case
+
+
+def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
+    from benchmark.plugin import _CaseTrials
+    from benchmark.trials import Trial
+
+    case = one_case(tmp_path)
+    state = _CaseTrials(case=case, result=CaseResult.for_case(case))
+    trial = Trial(case=case, key="one", index=0, processes=2, round=0, order=0)
+    assert state.add(trial, {"status": "ok", "samples": [1e-3, float("nan")], "pid": 7, "iterations": 3})
+    result = state.finish()
+    assert result.status == "error" and result.message == "invalid timing samples: 1 of 2 in trial 1"
+    assert result.samples == [] and result.processes[0]["samples"] == [] and result.processes[0]["pid"] == 7
+
+
+def test_checks_after_timing_fail_or_err_the_case(tmp_path):
+    from benchmark.plugin import _CaseTrials
+    from benchmark.trials import Trial
+
+    case = one_case(tmp_path)
+    state = _CaseTrials(case=case, result=CaseResult.for_case(case))
+    for i in range(2):
+        trial = Trial(case=case, key="one", index=i, processes=2, round=i, order=i)
+        done = state.add(trial, {"status": "ok", "samples": [2e-3, 2e-3, 2e-3], "pid": 10 + i})
+    assert done and state.finish().status == "ok"
+    state.apply_checks(
+        {"status": "ok", "accuracy": {"reference": "numpy.abs", "status": "failed", "message": "x"}}
+    )
+    assert state.result.status == "failed" and state.result.message == "accuracy vs numpy.abs: x"
+    state.apply_checks({"status": "error", "message": "worker process: died (exit status -11)"})
+    assert state.result.status == "error"
+    assert state.result.message == "checks after timing: worker process died (exit status -11)"
+
+
 # ------------------------------------------------------------------------------------------ end to end
 
 CONFIG = """
