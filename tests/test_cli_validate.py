@@ -88,3 +88,14 @@ def test_the_benchmark_module_prints_its_help():
     proc = cli("--help")
     assert proc.returncode == 0 and proc.stdout.startswith("usage: benchmark")
     assert "validate" in proc.stdout and "gate" in proc.stdout
+
+
+def test_gate_settings_are_checked_by_the_gates_loader(tmp_path):
+    (tmp_path / "gates.yaml").write_text("defaults:\n  bogus: 1\n")
+    proc = cli("validate", "--no-resolve", str(tmp_path / "gates.yaml"))
+    assert proc.returncode == 2
+    assert proc.stdout.splitlines() == [f"{tmp_path / 'gates.yaml'}: field 'defaults.bogus': unknown field"]
+    proc = cli("validate", "--no-resolve", str(tmp_path))  # a directory's gates.yaml too
+    assert proc.returncode == 2 and "unknown field" in proc.stdout
+    proc = cli("validate", "--no-resolve", "configs/gates.yaml")
+    assert proc.returncode == 0 and proc.stdout == "ok: gate settings configs/gates.yaml\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,100 @@ def pytest_bench_options(lines: list[str]) -> set[str]:
         if re.search(r"\bpytest\b", line)
         for opt in re.findall(r"--bench-[a-z-]+", line)
     }
+
+
+SEPARATORS = {";", "&&", "||", "|", "&"}
+REDIRECTS = {">", ">>", "<"}
+KEYWORDS = {"if", "then", "elif", "else", "fi", "while", "do", "done", "!", "{", "}"}
+FD_REDIRECT = re.compile(r"(?<=\s)\d*>&\d+")
+FD_NUMBER = re.compile(r"(?<=\s)\d+(>)")
+
+
+def _steps(where: dict) -> list[dict]:
+    return where.get("steps", [where])
+
+
+def shell_commands(where: dict) -> list[list[str]]:
+    """argv of every simple command in the `run:` scripts of a job (or of one step), in order:
+    continuation lines joined, comments dropped, split at ; && || |, redirections removed. A line
+    shlex cannot split (a quote that spans lines) is left out."""
+    out: list[list[str]] = []
+    for step in _steps(where):
+        for line in step.get("run", "").replace("\\\n", " ").splitlines():
+            line = FD_REDIRECT.sub(" ", line)  # 2>&1
+            line = FD_NUMBER.sub(r"\1", line)  # 2> file: a redirection like > file
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|<>")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            try:
+                tokens = list(lexer)
+            except ValueError:
+                continue
+            command: list[str] = []
+            skip = False
+            for token in [*tokens, ";"]:
+                if skip:
+                    skip = False
+                elif token in KEYWORDS and not command:
+                    continue  # `if grep ...; then` holds the command `grep ...`
+                elif token in SEPARATORS:
+                    if command:
+                        out.append(command)
+                    command = []
+                elif token in REDIRECTS:
+                    skip = True
+                else:
+                    command.append(token)
+    return out
+
+
+def pytest_calls(where: dict) -> list[tuple[list[str], dict[str, str | bool]]]:
+    """(paths, {--option: value, or True for a flag}) of every `pytest` command."""
+    calls = []
+    for argv in shell_commands(where):
+        if argv[0] != "pytest":
+            continue
+        targets: list[str] = []
+        options: dict[str, str | bool] = {}
+        rest = argv[1:]
+        while rest:
+            token = rest.pop(0)
+            if token.startswith("--"):
+                name, eq, value = token.partition("=")
+                if eq:
+                    options[name] = value
+                elif rest and not rest[0].startswith("-"):
+                    options[name] = rest.pop(0)
+                else:
+                    options[name] = True
+            else:
+                targets.append(token)
+        calls.append((targets, options))
+    return calls
+
+
+def parse_benchmark(argv: list[str]) -> argparse.Namespace:
+    """`benchmark ...` parsed by the real parser (a wrong command or value fails the test)."""
+    from benchmark.cli import build_parser
+
+    assert argv[0] == "benchmark"
+    try:
+        return build_parser().parse_args(argv[1:])
+    except SystemExit:
+        raise AssertionError(f"`{' '.join(argv)}` is not a valid benchmark command line") from None
+
+
+def step_named(job: dict, prefix: str) -> dict:
+    return next(step for step in job["steps"] if step.get("name", "").startswith(prefix))
+
+
+def step_using(job: dict, action: str, **with_) -> dict:
+    return next(
+        step
+        for step in job["steps"]
+        if step.get("uses", "").startswith(action)
+        and all(step.get("with", {}).get(k) == v for k, v in with_.items())
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,33 +232,53 @@ def test_pytest_bench_options_exist(path):
     assert not missing, f"{path.name}: pytest benchmark/ has no option(s) {sorted(missing)}"
 
 
-def test_nightly_gpu_job():
+def test_nightly_gpu_job_graph():
     workflow = load(ROOT / ".github/workflows/nightly-gpu.yml")
     assert {"schedule", "workflow_dispatch"} <= set(workflow[True])
-    job = workflow["jobs"]["suite"]
-    assert {"self-hosted", "gpu"} <= set(job["runs-on"])
-    text = "\n".join(command_lines(workflow))
-    assert 'pip install -e ".[gpu,test]"' in text
-    assert "--bench-place gpu" in text and "--bench-shard" in text
-    assert "secrets.BENCHMARK_DB_URL" in (ROOT / ".github/workflows/nightly-gpu.yml").read_text()
-    subs = [sub for sub, _ in benchmark_calls(command_lines(workflow))]
-    assert {"gate", "report", "plot"} <= set(subs)
-    assert "GITHUB_STEP_SUMMARY" in text
-    assert any(step.get("uses", "").startswith("actions/upload-artifact@") for step in job["steps"])
-    # Paddle comes from Paddle's own index, version and index are inputs; the harness's extra has no paddle.
-    inputs = workflow[True]["workflow_dispatch"]["inputs"]
-    assert {"paddle_version", "paddle_index"} <= set(inputs)
-    assert 'pip install "paddlepaddle-gpu==$PADDLE_VERSION" -i "$PADDLE_INDEX"' in text
-    assert "paddlepaddle.org.cn/packages/stable/cu126" in inputs["paddle_index"]["default"]
-    # A job without a usable GPU fails; several shards, judged as one run group.
-    assert "--bench-require-place gpu" in text and "--bench-run-group" in text
-    assert len(job["strategy"]["matrix"]["shard"]) > 1
-    assert "--run-group" in "\n".join(command_lines({"jobs": {"gate": workflow["jobs"]["gate"]}}))
-    # The history persists: the previous artifact is restored before the run, a first run passes.
-    uses = [step.get("uses", "") for j in workflow["jobs"].values() for step in j["steps"]]
-    assert any(u.startswith("actions/github-script@") for u in uses)
-    # ... and the gate's first-night notice (exit 0) is surfaced, not special-cased as an exit 2
-    assert "nothing to compare yet" in text and "no baseline for any case" not in text
+    assert {"paddle_version", "paddle_index"} <= set(workflow[True]["workflow_dispatch"]["inputs"])
+    suite, gate = workflow["jobs"]["suite"], workflow["jobs"]["gate"]
+    assert {"self-hosted", "gpu"} <= set(suite["runs-on"])
+    # the gate runs after every shard, also when one failed, and judges them as one run group
+    assert gate["needs"] in ("suite", ["suite"]) and "!cancelled()" in gate["if"]
+    shards = suite["strategy"]["matrix"]["shard"]
+    assert len(shards) > 1 and suite["env"]["SHARDS"] == str(len(shards))
+    assert not suite["strategy"]["fail-fast"]
+    group = workflow["env"]["BENCHMARK_RUN_GROUP"]
+    assert "github.run_id" in group and "github.run_attempt" in group
+
+    # paddle from Paddle's index first, then the harness, whose gpu extra names no paddle
+    install = shell_commands(step_named(suite, "Install paddle"))
+    paddle_at = next(i for i, c in enumerate(install) if "paddlepaddle-gpu==$PADDLE_VERSION" in c)
+    harness_at = next(i for i, c in enumerate(install) if c[:3] == ["pip", "install", "-e"])
+    assert paddle_at < harness_at and install[harness_at][3] == ".[gpu,test]"
+    assert install[paddle_at][install[paddle_at].index("-i") + 1] == "$PADDLE_INDEX"
+
+    (run,) = pytest_calls(suite)
+    targets, options = run
+    assert targets == ["benchmark/"]
+    assert options["--bench-place"] == options["--bench-require-place"] == "gpu"
+    assert options["--bench-shard"] == "${{ matrix.shard }}/$SHARDS"
+    assert options["--bench-run-group"] == "$BENCHMARK_RUN_GROUP"
+
+    # the history: the secret's server, else an artifact the shards and the gate hand on
+    for job in (suite, gate):
+        assert step_named(job, "Choose the history database")["env"]["SECRET_DB_URL"] == (
+            "${{ secrets.BENCHMARK_DB_URL }}"
+        )
+    uploaded = step_using(suite, "actions/upload-artifact@", name="${{ env.HISTORY_ARTIFACT }}")
+    assert uploaded["with"]["path"] == "results/history/history.sqlite"
+    downloaded = step_using(gate, "actions/download-artifact@", name="${{ env.HISTORY_ARTIFACT }}")
+    assert downloaded["with"]["path"] == "results/history"
+    assert step_using(suite, "actions/github-script@")  # the previous night's artifact, restored
+
+    # the gate's exit status is the job's, its run group is the suite's, its notice is surfaced
+    gate_step = shell_commands(step_named(gate, "Gate"))
+    (gate_args,) = [parse_benchmark(c) for c in gate_step if c[0] == "benchmark"]
+    assert gate_args.command == "gate" and gate_args.run_group == options["--bench-run-group"]
+    assert gate_step[-1] == ["exit", "$status"]
+    assert ["grep", "-q", "^notice: ", "results/gate.txt"] in gate_step
+    commands = {parse_benchmark(c).command for c in shell_commands(gate) if c[0] == "benchmark"}
+    assert {"gate", "report", "plot"} <= commands
 
 
 def test_gpu_extra_does_not_pin_paddle():
@@ -173,11 +288,42 @@ def test_gpu_extra_does_not_pin_paddle():
     assert not any(dep.lower().startswith("paddlepaddle") for dep in extras["gpu"])
 
 
-def test_pr_job_runs_precommit_tests_and_smoke():
-    text = "\n".join(command_lines(load(ROOT / ".github/workflows/pr.yml")))
-    assert "pre-commit run --all-files" in text
-    assert re.search(r"^pytest tests/", text, re.M)
-    assert re.search(r"^pytest benchmark/ .*--bench-tags smoke.*--bench-quick", text, re.M)
+def test_pr_checks_job_order_and_database():
+    workflow = load(ROOT / ".github/workflows/pr.yml")
+    checks = workflow["jobs"]["checks"]
+    commands = shell_commands(checks)
+
+    def at(prefix: list[str]) -> int:
+        return next(i for i, c in enumerate(commands) if c[: len(prefix)] == prefix)
+
+    install = at(["pip", "install", "-e"])
+    assert commands[install][3] == ".[cpu,test]"
+    assert install < at(["pre-commit", "run", "--all-files"]) < at(["pytest", "tests/"])
+    smoke = [(targets, options) for targets, options in pytest_calls(checks) if targets == ["benchmark/"]]
+    assert len(smoke) == 1 and smoke[0][1]["--bench-tags"] == "smoke" and smoke[0][1]["--bench-quick"] is True
+    assert at(["pytest", "tests/"]) < at(["pytest", "benchmark/"])
+    # the PostgreSQL half of the tests reaches the service the job starts
+    pg = checks["services"]["postgres"]
+    url = checks["env"]["BENCHMARK_TEST_PG_URL"]
+    assert f":{pg['env']['POSTGRES_PASSWORD']}@" in url and url.endswith(f"/{pg['env']['POSTGRES_DB']}")
+    assert any(port.startswith(url.rsplit(":", 1)[1].split("/")[0] + ":") for port in pg["ports"])
+
+
+def test_pr_gpu_smoke_runs_only_after_the_scope_job_and_without_secrets():
+    workflow = load(ROOT / ".github/workflows/pr.yml")
+    scope, gpu = workflow["jobs"]["scope"], workflow["jobs"]["gpu-smoke"]
+    assert gpu["needs"] in ("scope", ["scope"]) and "needs.scope.outputs.scope" in gpu["if"]
+    assert scope["outputs"]["scope"] == "${{ steps.scope.outputs.scope }}"
+    scope_step = next(step for step in scope["steps"] if step.get("id") == "scope")
+    assert "benchmark pr-scope" in scope_step["run"]
+    assert "secrets." not in yaml.safe_dump(gpu)
+    ((targets, options),) = pytest_calls(gpu)
+    assert (
+        targets == ["benchmark/"]
+        and options["--bench-place"] == "gpu"
+        and options["--bench-no-store"] is True
+    )
+    assert any(c[:2] == ["benchmark", "validate"] for c in shell_commands(gpu))
 
 
 def test_cla_check_points_at_the_cla_and_a_signatures_branch():
@@ -197,3 +343,47 @@ def test_command_extraction():
     ]
     assert benchmark_calls(lines) == [("report", ["--format"]), ("gate", ["--run"]), ("db", [])]
     assert pytest_bench_options(lines) == {"--bench-tags", "--bench-quick"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_benchmark_command_line_parses(path):
+    for argv in shell_commands({"steps": [s for j in load(path)["jobs"].values() for s in j["steps"]]}):
+        if argv[0] == "benchmark":
+            parse_benchmark(argv)
+
+
+def test_shell_command_splitting():
+    step = {
+        "run": 'mkdir -p x && benchmark gate --run-group "$G" > out.txt 2>&1\n# note\nexit "$s"; echo a | b\n'
+    }
+    assert shell_commands(step) == [
+        ["mkdir", "-p", "x"],
+        ["benchmark", "gate", "--run-group", "$G"],
+        ["exit", "$s"],
+        ["echo", "a"],
+        ["b"],
+    ]
+    call = {"run": "pytest benchmark/ --bench-quick --bench-tags smoke --x=1 \\\n  --bench-no-store"}
+    assert pytest_calls(call) == [
+        (
+            ["benchmark/"],
+            {"--bench-quick": True, "--bench-tags": "smoke", "--x": "1", "--bench-no-store": True},
+        )
+    ]
+
+
+def test_package_data_lists_files_that_exist():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for package, patterns in config["tool"]["setuptools"]["package-data"].items():
+        for pattern in patterns:
+            assert list((ROOT / package).glob(pattern)), f"package-data {package}/{pattern} matches no file"
+
+
+def test_the_license_is_the_one_pyproject_names():
+    import tomllib
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "Apache-2.0"
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text

@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmark.commands._common import fail
@@ -100,13 +101,22 @@ def analyse(series: Series, *, min_effect: float, higher_is_better: bool):
     """Offline change points and online alerts of the series."""
     from benchmark.analysis.history import segment, simulate_online
 
-    kw = dict(
+    events = series.events()
+    cps = segment(
+        series.values,
         min_effect=min_effect,
         higher_is_better=higher_is_better,
         samples=series.samples,
-        events=series.events(),
+        events=events,
     )
-    return segment(series.values, **kw), simulate_online(series.values, **kw)
+    alerts = simulate_online(
+        series.values,
+        min_effect=min_effect,
+        higher_is_better=higher_is_better,
+        samples=series.samples,
+        events=events,
+    )
+    return cps, alerts
 
 
 def _finite(x: float, digits: int = 6) -> float | None:
@@ -218,7 +228,7 @@ def _print_table(path: str, series: Series, cps, alerts, args) -> None:
         _rows(rows)
 
 
-def _rows(rows: list[tuple[str, ...]]) -> None:
+def _rows(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

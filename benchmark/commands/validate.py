@@ -16,15 +16,51 @@ def default_config_dir() -> Path:
     return project_paths.CONFIGS_DIR if project_paths.CONFIGS_DIR.is_dir() else Path("configs")
 
 
-def _load(args):
+GATES_FILES = ("gates.yaml", "gates.yml")
+
+
+def _split(paths: list[str]) -> tuple[list[str], list[Path]]:
+    """(case config paths, gate settings files): a gates.yaml named directly, or at the top of a
+    directory, is gate settings, checked by the loader the gate uses."""
+    case_paths: list[str] = []
+    gate_files: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.name in GATES_FILES and path.is_file():
+            gate_files.append(path)
+            continue
+        case_paths.append(text)
+        if path.is_dir():
+            gate_files.extend(path / name for name in GATES_FILES if (path / name).is_file())
+    return case_paths, gate_files
+
+
+def _load(args, case_paths: list[str] | None = None):
     from benchmark import runners
     from benchmark.config import load_paths
 
     checks = runners.config_checks(resolve=not args.no_resolve)
-    paths = args.paths or [str(default_config_dir())]
+    paths = case_paths if case_paths is not None else args.paths or [str(default_config_dir())]
+    if not paths:
+        return ([], []), checks.resolver
     return load_paths(
         paths, checks=checks, max_bytes=args.max_bytes, max_cases=args.max_cases
     ), checks.resolver
+
+
+def _gate_problems(files: list[Path]) -> list[str]:
+    """One line per gate settings file that `benchmark.gates.load_gates` refuses."""
+    if not files:
+        return []
+    from benchmark.gates import GateError, load_gates
+
+    problems = []
+    for path in files:
+        try:
+            load_gates(path)
+        except GateError as e:
+            problems.append(" ".join(str(e).split()))
+    return problems
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -51,15 +87,23 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_validate(args) -> int:
-    (cases, issues), resolver = _load(args)
-    for issue in issues:
-        print(issue)
+    case_paths, gate_files = _split(args.paths or [str(default_config_dir())])
+    (cases, issues), resolver = _load(args, case_paths)
+    problems = [str(i) for i in issues] + _gate_problems(gate_files)
+    for problem in problems:
+        print(problem)
     n_files = len({c.source for c in cases})
-    if issues:
-        print(f"{len(issues)} problem(s) found", file=sys.stderr)
+    if problems:
+        print(f"{len(problems)} problem(s) found", file=sys.stderr)
         return 2
-    note = "" if resolver else " (names checked against the allowlist only: paddle not resolved here)"
-    print(f"ok: {len({c.case_id for c in cases})} case(s), {len(cases)} item(s) in {n_files} file(s){note}")
+    parts = []
+    if case_paths:
+        note = "" if resolver else " (names checked against the allowlist only: paddle not resolved here)"
+        n_cases = len({c.case_id for c in cases})
+        parts.append(f"{n_cases} case(s), {len(cases)} item(s) in {n_files} file(s){note}")
+    if gate_files:
+        parts.append(f"gate settings {', '.join(map(str, gate_files))}")
+    print("ok: " + "; ".join(parts))
     return 0
 
 
@@ -81,6 +125,7 @@ def register(sub) -> None:
         "validate",
         help="check benchmark config files",
         description="Check config files: one line per problem naming the file, case, field and line. "
+        "A gates.yaml (named, or at the top of a directory) is checked as gate settings. "
         "Exit 0 when every file is valid, 2 otherwise.",
     )
     _common(p)
