@@ -1031,7 +1031,8 @@ def start_telemetry(place: str, interval: float):
 
 def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     """Prepare, measure and record one case in this process (--bench-processes 0); skips and
-    errors are recorded too, never as numbers."""
+    errors are recorded too, never as numbers. `benchmark`: pytest-benchmark's fixture, or a
+    callable returning it (requested only for a case that is measured)."""
     from benchmark import runners
 
     result = CaseResult.for_case(case)
@@ -1044,6 +1045,8 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         bench.record(result)
         bench.record_instructions(case, result)
         pytest.skip(reason)
+    if not hasattr(benchmark, "pedantic"):
+        benchmark = benchmark()
     settings = bench.settings.override(case.measure)
     prepared = None
     sampler = start_telemetry(case.place, bench.config.getoption("bench_nvml_interval"))

@@ -8,7 +8,7 @@ def test_case(bench_case, bench_session, request):
     if bench_session.processes > 0:  # measured in worker processes before the items ran
         report_case(bench_case, bench_session)
     else:  # --bench-processes 0: measured here, through pytest-benchmark's fixture
-        run_case(bench_case, request.getfixturevalue("benchmark"), bench_session)
+        run_case(bench_case, lambda: request.getfixturevalue("benchmark"), bench_session)
 
 
 def test_gate(gate_case, bench_session):

@@ -306,3 +306,17 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
         p["pid"] for p in results["k_first"]["processes"]
     ]
     assert stored["k_first"]["stats"]["median"] == pytest.approx(results["k_first"]["stats"]["median"])
+
+
+def test_processes_zero_measures_in_the_pytest_process(tmp_path):
+    cmd = suite_command(tmp_path, CONFIG, "--bench-quick", "--bench-no-store", "--bench-processes", "0")
+    proc = subprocess.run(
+        cmd + ["-k", "t_abs or t_prog"], cwd=PROJECT, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "worker processes" not in proc.stdout
+    assert "Name (time in" in proc.stdout  # pytest-benchmark's own table
+    run, results = results_by_id(tmp_path)
+    assert run["trials"] == {"processes": 0, "order": "in-process"}
+    assert set(results) == {"t_abs", "t_prog"}
+    assert all(r["status"] == "ok" and r["processes"] == [] and r["samples"] for r in results.values())
