@@ -1,10 +1,13 @@
 """Framework overhead decomposition of a static program on the real `feed_abs_fetch` case (100x100).
 
-Structural relations only (parts positive, the full run costs at least the resident one, the derived
-costs add up); no wall-clock limits."""
+What is checked is the contract, not timings: every part is the median of its own per-round samples,
+the derived costs are the documented differences of parts (so they may be negative: never clipped),
+the resident route computes the case's output, and bad cases are refused. No wall-clock limits."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -28,28 +31,30 @@ def decomposition():
     return decompose(case_by_id("feed_abs_fetch-100x100-cpu-static"), rounds=9)
 
 
-def test_parts_are_positive_and_full_costs_at_least_resident(decomposition):
+def test_parts_are_medians_of_their_own_rounds(decomposition):
     d = decomposition
-    assert set(d["parts"]) == set(PARTS)
-    assert all(v > 0 for v in d["parts"].values()), d["parts"]
-    assert d["parts"]["full"] >= d["parts"]["resident"]
-    assert d["feed_fetch_cost"] >= 0
+    assert set(d["parts"]) == set(d["samples"]) == set(d["iqr"]) == set(PARTS)
+    for key, samples in d["samples"].items():
+        assert len(samples) == d["rounds"] == 9
+        assert all(math.isfinite(x) and x > 0 for x in samples), (key, samples)
+        assert d["parts"][key] == statistics.median(samples)
     assert d["checks"]["resident_matches_full"] is True  # the scope route computes the same output
-    assert all(len(s) == d["rounds"] == 9 for s in d["samples"].values())
     assert d["iterations"] >= 1 and d["unit"] == "s"
 
 
-def test_decomposition_is_consistent(decomposition):
+def test_derived_costs_are_the_documented_differences_and_may_be_negative(decomposition):
     d, p = decomposition, decomposition["parts"]
-    assert d["program_net_of_empty"] == pytest.approx(p["full"] - p["empty"])
-    assert d["feed_fetch_cost"] == pytest.approx(p["full"] - p["resident"])
-    assert d["feed_cost"] + d["fetch_cost"] == pytest.approx(d["feed_fetch_cost"])
-    assert p["resident"] + d["feed_fetch_cost"] == pytest.approx(p["full"])
-    assert p["empty"] + d["program_net_of_empty"] == pytest.approx(p["full"])
-    for key, samples in d["samples"].items():
-        assert min(samples) <= p[key] <= max(samples)
-    text = format_decomposition(d)
-    assert "program_net_of_empty" in text and "feed_fetch_cost" in text
+    # module doc: program_net_of_empty = full - empty, feed_fetch_cost = full - resident,
+    # fetch_cost = resident_fetch - resident, feed_cost = full - resident_fetch
+    assert d["program_net_of_empty"] == p["full"] - p["empty"]
+    assert d["feed_fetch_cost"] == p["full"] - p["resident"]
+    assert d["fetch_cost"] == p["resident_fetch"] - p["resident"]
+    assert d["feed_cost"] == p["full"] - p["resident_fetch"]
+    # a part cheaper than the noise makes its difference negative, and it is shown as measured
+    shown = {**d, "fetch_cost": -2.5e-6, "feed_cost": d["feed_fetch_cost"] + 2.5e-6}
+    lines = {line.split()[0]: line for line in format_decomposition(shown).splitlines()[1:]}
+    assert set(lines) == {*PARTS, "program_net_of_empty", "feed_fetch_cost", "feed_cost", "fetch_cost"}
+    assert "-2.5" in lines["fetch_cost"]
 
 
 def test_leaves_dynamic_mode_on_and_rejects_other_cases():
