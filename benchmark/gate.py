@@ -380,7 +380,7 @@ def judge(
     the notice to show when there was nothing to compare yet. `benchmark gate`, the --bench-gate
     items, the Markdown report and the HTML dashboard all call this."""
     decisions = evaluate(store, run_id, gates, baseline, baseline_statuses=baseline_statuses)
-    return Judgement(decisions, nothing_to_compare(d.verdict for d in decisions))
+    return Judgement(decisions, nothing_to_compare((d.verdict for d in decisions), baseline))
 
 
 def evaluate(
@@ -520,14 +520,17 @@ def passed(decisions: Iterable[Decision]) -> bool:
     return not any(d.failing for d in decisions)
 
 
-def nothing_to_compare(verdicts: Iterable[str]) -> str | None:
+def nothing_to_compare(verdicts: Iterable[str], baseline: int | None = None) -> str | None:
     """The notice of a run with no baseline at all (every measured case is new: the first run of
-    these series on this machine), or None. Such a run passes: it is recorded, nothing more."""
+    these series on this machine, or `baseline`, a run id, has none of them), or None. Such a run
+    passes: it is recorded, nothing more."""
     verdicts = list(verdicts)
     measured = [v for v in verdicts if v not in (Verdict.SKIPPED, Verdict.FAILED, Verdict.ERROR)]
     if not measured or any(v != Verdict.NEW for v in measured):
         return None
-    return (
-        f"recorded {len(measured)} series; nothing to compare yet (no earlier complete run of these "
-        "series on this machine)"
+    why = (
+        f"run {baseline} has no ok result of these series"
+        if baseline is not None
+        else "no earlier complete run of these series on this machine"
     )
+    return f"recorded {len(measured)} series; nothing to compare yet ({why})"

@@ -209,9 +209,9 @@ def gate_passed(rows: Iterable[Row]) -> bool:
     return not any(r.judged in FAILING for r in rows)
 
 
-def run_notice(rows: Iterable[Row]) -> str | None:
+def run_notice(rows: Iterable[Row], baseline: int | None = None) -> str | None:
     """The judge's notice for a run with nothing to compare yet (see benchmark.gate), or None."""
-    return nothing_to_compare(r.judged for r in rows)
+    return nothing_to_compare((r.judged for r in rows), baseline)
 
 
 # The dashboard badge of a series with a result in the judged run: the judge's verdict, in the

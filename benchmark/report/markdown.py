@@ -171,9 +171,9 @@ def _counts_table(rows: list[Row]) -> str:
     return _table(list(keys), ("---:",) * len(keys), [[str(c[k]) for k in keys]])
 
 
-def _gate_line(rows: list[Row]) -> str:
+def _gate_line(rows: list[Row], baseline: int | None = None) -> str:
     """The judge's verdict on the run (benchmark.gate.judge), as `benchmark gate` prints it."""
-    notice = run_notice(rows)
+    notice = run_notice(rows, baseline)
     if notice:
         return f"**Gate: PASS** ({text(notice)})"
     c = counts(rows)
@@ -225,7 +225,7 @@ def render(
     improvements = [r for r in rows if r.improved]
     sections = [
         _header(run, baseline_run, db),
-        _gate_line(rows),
+        _gate_line(rows, baseline_run["id"] if baseline_run else None),
         _counts_table(rows),
         f"### Regressions ({len(regressions)})\n\n{_change_table(regressions)}",
         f"### Improvements ({len(improvements)})\n\n{_change_table(improvements)}",
