@@ -20,6 +20,13 @@ from pathlib import Path
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import DBAPIError
 
+from benchmark.paths import (
+    DB_URL_ENV,
+    HISTORY_RELATIVE_PATH,
+    RUN_GROUP_ENV,
+    default_db_url,
+    project_root,
+)
 from benchmark.store.core import Store, series_key
 from benchmark.store.engine import (
     SchemaOutdated,
@@ -51,30 +58,19 @@ __all__ = [
     "upgrade_store",
 ]
 
-DB_URL_ENV = "BENCHMARK_DB_URL"
-# Shared by the runs of one job (e.g. the shards of one nightly): the suite records it, the gate
-# and the exports take it.
-RUN_GROUP_ENV = "BENCHMARK_RUN_GROUP"
-DEFAULT_RELATIVE_PATH = Path("results") / "history.sqlite"
+# Where the default history is, and the environment variables that override it: benchmark.paths.
+DEFAULT_RELATIVE_PATH = HISTORY_RELATIVE_PATH
+find_project_root = project_root
 
 
-def default_url(project_root: str | os.PathLike[str]) -> str:
-    """`sqlite:///<project_root>/results/history.sqlite` (absolute)."""
-    return f"sqlite:///{Path(project_root).resolve() / DEFAULT_RELATIVE_PATH}"
-
-
-def find_project_root(start: str | os.PathLike[str] | None = None) -> Path:
-    """The nearest directory at or above `start` (default: cwd) with a pyproject.toml or .git."""
-    here = Path(start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / "pyproject.toml").is_file() or (candidate / ".git").exists():
-            return candidate
-    return here
+def default_url(root: str | os.PathLike[str]) -> str:
+    """`sqlite:///<root>/results/history.sqlite` (absolute)."""
+    return default_db_url(root)
 
 
 def resolve_url(url: str | None = None, project_root: str | os.PathLike[str] | None = None) -> str:
     """The URL to use: `url`, else $BENCHMARK_DB_URL, else the default SQLite file of the project."""
-    return url or os.environ.get(DB_URL_ENV) or default_url(project_root or find_project_root())
+    return url or os.environ.get(DB_URL_ENV) or default_db_url(project_root)
 
 
 def open_store(
