@@ -18,8 +18,10 @@ from pathlib import Path
 
 import yaml
 
+from benchmark.paths import ALLOWLIST_PATH
+
 FIELDS = ("op", "reference", "torch_op")
-DEFAULT_PATH = Path(__file__).resolve().parents[1] / "configs" / "allowlist.yaml"
+DEFAULT_PATH = ALLOWLIST_PATH
 # ASCII only, no empty, private or dunder segment, no trailing dot, newline or space.
 _DOTTED = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+", re.ASCII)
 _WHAT = {

@@ -28,6 +28,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from benchmark.paths import GATES_PATH
+
 METRICS = {"time": False, "throughput": True, "memory": False, "instructions": False}  # higher is better?
 
 
@@ -127,7 +129,7 @@ def with_min_effect(gates: Gates, min_effect: float | None) -> Gates:
     return Gates(gates.spec.model_copy(update={"defaults": defaults}), gates.source)
 
 
-DEFAULT_GATES_PATH = Path(__file__).resolve().parents[1] / "configs" / "gates.yaml"
+DEFAULT_GATES_PATH = GATES_PATH
 
 
 def load_gates(path: str | Path | None) -> Gates:
