@@ -259,12 +259,10 @@ def diff_tables(
 
 
 def format_ns(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+    """Nanoseconds (the profiler's unit) written as every duration is: benchmark.units."""
+    from benchmark.units import format_seconds
+
+    return format_seconds(None if ns is None else ns * 1e-9)
 
 
 def _fmt_ratio(r: float | None) -> str:

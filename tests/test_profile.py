@@ -313,7 +313,7 @@ def test_format_table_edge_cases():
     assert profile.format_table([]) == "(no operators)"
     with pytest.raises(ValueError, match="unknown column"):
         profile.format_table([_row("a", 1, 1)], columns=["name", "bogus"])
-    assert profile.format_ns(1_500) == "1.5 us" and profile.format_ns(2.5e9) == "2.5 s"
+    assert profile.format_ns(1_500) == "1.500 µs" and profile.format_ns(2.5e9) == "2.500 s"
 
 
 # ---------------------------------------------------------------------------------------------

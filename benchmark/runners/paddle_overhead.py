@@ -199,14 +199,14 @@ def decompose(
 
 
 def format_decomposition(d: dict[str, Any]) -> str:
-    """A few lines of text: each part and each derived cost, in microseconds per iteration."""
-
-    def us(s: float) -> str:
-        return f"{s * 1e6:10.1f} us"
+    """A few lines of text: each part and each derived cost, per iteration (benchmark.units)."""
+    from benchmark.units import format_seconds
 
     lines = [f"{d['case']}: {d['rounds']} rounds x {d['iterations']} iterations (median per iteration)"]
     for key in PARTS:
-        lines.append(f"  {key:<22}{us(d['parts'][key])}   IQR {d['iqr'][key] * 1e6:.1f} us")
+        lines.append(
+            f"  {key:<22}{format_seconds(d['parts'][key]):>12}   IQR {format_seconds(d['iqr'][key])}"
+        )
     for key in ("program_net_of_empty", "feed_fetch_cost", "feed_cost", "fetch_cost"):
-        lines.append(f"  {key:<22}{us(d[key])}")
+        lines.append(f"  {key:<22}{format_seconds(d[key]):>12}")
     return "\n".join(lines)
