@@ -106,15 +106,10 @@ def volatile_environment(machine: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cpu_info() -> dict[str, Any]:
-    logical = os.cpu_count()
-    physical = None
-    try:
-        import psutil
+    import psutil
 
-        logical = psutil.cpu_count(logical=True) or logical
-        physical = psutil.cpu_count(logical=False)
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        pass
+    logical = psutil.cpu_count(logical=True) or os.cpu_count()
+    physical = psutil.cpu_count(logical=False)
     return {"cpu_model": _cpu_model(), "cpu_count_logical": logical, "cpu_count_physical": physical}
 
 
@@ -132,16 +127,9 @@ def _cpu_model() -> str:
 
 
 def _memory_info() -> dict[str, Any]:
-    total = None
-    try:
-        import psutil
+    import psutil
 
-        total = int(psutil.virtual_memory().total)
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            total = None
+    total = int(psutil.virtual_memory().total)
     # The fingerprint uses whole GiB: the exact byte count moves with kernel reservations.
     return {"memory_total_bytes": total, "memory_gib": round(total / 2**30) if total else None}
 

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-STATUSES = ("ok", "failed", "skipped", "error")
-
 
 @dataclass
 class CaseResult:

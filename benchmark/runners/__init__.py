@@ -30,9 +30,6 @@ __all__ = [
 ]
 
 
-FRAMEWORKS = ("paddle", "torch")
-
-
 def framework_available(framework: str = "paddle") -> tuple[bool, str]:
     try:
         if framework == "torch":
