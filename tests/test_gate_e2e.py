@@ -35,8 +35,9 @@ def history(tmp_path_factory):
     (tmp / "cases.yaml").write_text(CONFIG)
     (tmp / "gates.yaml").write_text(GATES)
     url = f"sqlite:///{tmp / 'history.sqlite'}"
-    proc = suite(tmp, url)
+    proc = suite(tmp, url, "--bench-gate", "-rA")  # the first run: nothing to compare, the gate items pass
     assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "PASSED benchmark/test_cases.py::test_gate[g_abs-cpu-dynamic]" in proc.stdout, proc.stdout[-2000:]
     with open_store(url) as store:
         first = store.run(1)
         machine = {**first["machine_info"], "fingerprint": first["machine"]}  # the same series
