@@ -71,7 +71,9 @@ class Row:
     mode: str
     config_hash: str
     verdict: str
-    """slower, faster, same, inconclusive (A/B); new (no baseline); failed, error, skipped (no number)."""
+    """The A/B chart's words for the judge's verdict (``judged``; shared with `benchmark compare`'s
+    chart): slower, faster, same, inconclusive; new (no baseline); failed, error, skipped (no
+    number). Decisions read ``judged``."""
     unit: str = "s"
     new_median: float | None = None
     baseline_median: float | None = None
