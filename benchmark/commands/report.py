@@ -200,7 +200,9 @@ def _report_md(args) -> int:
 
 def _md_plots(plots, rows, series, run_id: int, args, out: Path, min_effect: float) -> list[str]:
     """The A/B chart of the run and the trend plots of the series that changed, into `out`."""
-    from benchmark.report.compare_runs import analyse_one
+    import dataclasses
+
+    from benchmark.report.compare_runs import NOT_IN_RUN, analyse_one, judged_statuses
     from benchmark.report.html import slug_for
 
     formats = args.plot_format or ("png", "svg")
@@ -210,8 +212,10 @@ def _md_plots(plots, rows, series, run_id: int, args, out: Path, min_effect: flo
             "ab", str(out / f"ab-run{run_id}"), rows, None, formats, f"Run {run_id} against {against}"
         )
     ]
+    machine = next((s.machine for s in series), "")
+    statuses = judged_statuses(rows, machine)  # the plot's status is the judge's, as in the report
     for s in series:
-        analysis = analyse_one((s, min_effect))
+        analysis = dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.key, NOT_IN_RUN))
         jobs.append(plots.PlotJob("trend", str(out / f"{slug_for(s)}.trend"), s, analysis, formats))
     return plots.render_all(jobs, workers=args.jobs)
 

@@ -231,6 +231,16 @@ JUDGED_STATUS = {
 NOT_IN_RUN = "not in run"
 
 
+def judged_statuses(rows: Iterable[Row], machine: str) -> dict[tuple, str]:
+    """Status words of the judge's verdicts, by series key (as SeriesData.key, on `machine`, the
+    judged run's): what a badge or a trend plot of that series says about the run."""
+    out = {}
+    for r in rows:
+        key = (r.case_id, r.config_hash, r.place, r.mode, machine)
+        out[key if r.metric == "time" else (*key, r.metric)] = JUDGED_STATUS.get(r.judged, NOT_IN_RUN)
+    return out
+
+
 def series_min_effect(gates: Gates, series: SeriesData) -> float:
     """The minimum effect configs/gates.yaml sets for a series (as the judge applies it)."""
     return gates.for_case(series.case_id, series.name, series.place, series.metric).min_effect

@@ -35,7 +35,6 @@ from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_
 from benchmark.report import plots
 from benchmark.report.compare_runs import (
     BASELINE_TEXT,
-    JUDGED_STATUS,
     NOT_IN_RUN,
     STATUS_ORDER,
     Row,
@@ -46,6 +45,7 @@ from benchmark.report.compare_runs import (
     counts,
     default_min_effect,
     gate_passed,
+    judged_statuses,
     load_series,
     run_notice,
     series_min_effect,
@@ -721,13 +721,9 @@ def _judged_status(entries: list[Entry], run, rows: list[Row]) -> list[Entry]:
     """Each series' badge is the judge's verdict on its result in the judged run (the one decision
     `benchmark gate` and the reports take); a series without a result in that run says so. Ordered
     for the index."""
-    machine = (run or {}).get("machine") or ""
-    judged = {(r.case_id, r.config_hash, r.place, r.mode, machine, r.metric): r.judged for r in rows}
+    statuses = judged_statuses(rows, (run or {}).get("machine") or "")
     for en in entries:
-        s = en.series
-        verdict = judged.get((s.case_id, s.config_hash, s.place, s.mode, s.machine, s.metric))
-        status = JUDGED_STATUS.get(verdict, NOT_IN_RUN) if verdict is not None else NOT_IN_RUN
-        en.analysis = dataclasses.replace(en.analysis, status=status)
+        en.analysis = dataclasses.replace(en.analysis, status=statuses.get(en.series.key, NOT_IN_RUN))
     return sorted(entries, key=_index_order)
 
 
