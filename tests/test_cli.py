@@ -66,12 +66,21 @@ READERS = [
 ]
 
 
+def in_folder(monkeypatch, folder, *argv: str, capsys) -> tuple[int, str, str]:
+    """`benchmark ARGV` run in `folder` (in this process: the same code path as the console script)."""
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("BENCHMARK_DB_URL", raising=False)
+    status = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 @pytest.mark.parametrize("argv", READERS, ids=lambda a: a[0])
-def test_readers_in_an_empty_folder_create_nothing(tmp_path, argv):
-    proc = benchmark_cli(*argv, cwd=tmp_path, env={"BENCHMARK_DB_URL": ""})
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stdout == ""
-    assert proc.stderr.splitlines() == [
+def test_readers_in_an_empty_folder_create_nothing(tmp_path, monkeypatch, capsys, argv):
+    status, out, err = in_folder(monkeypatch, tmp_path, *argv, capsys=capsys)
+    assert status == 2, out + err
+    assert out == ""
+    assert err.splitlines() == [
         f"benchmark {argv[0]}: error: no history at results/history.sqlite "
         "(run `pytest benchmark/` first, or give --db)"
     ]
@@ -79,10 +88,10 @@ def test_readers_in_an_empty_folder_create_nothing(tmp_path, argv):
 
 
 @pytest.mark.parametrize("argv", READERS[:5], ids=lambda a: a[0])
-def test_a_db_in_a_missing_directory_is_not_created(tmp_path, argv):
-    proc = benchmark_cli(*argv, "--db", "nodir/x.sqlite", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "no history at nodir/x.sqlite" in proc.stderr
+def test_a_db_in_a_missing_directory_is_not_created(tmp_path, monkeypatch, capsys, argv):
+    status, _, err = in_folder(monkeypatch, tmp_path, *argv, "--db", "nodir/x.sqlite", capsys=capsys)
+    assert status == 2
+    assert "no history at nodir/x.sqlite" in err
     assert _tree(tmp_path) == []
 
 
@@ -106,22 +115,22 @@ def history(sqlite_url, machine, make_result):
     ],
     ids=lambda v: v[0] if isinstance(v, list) else "",
 )
-def test_not_found_is_exit_2_with_one_line(history, tmp_path, argv, message):
+def test_not_found_is_exit_2_with_one_line(history, tmp_path, monkeypatch, capsys, argv, message):
     here = tmp_path / "elsewhere"
     here.mkdir()
-    proc = benchmark_cli(*argv, "--db", history, cwd=here)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert proc.stdout == ""
-    lines = proc.stderr.splitlines()
+    status, out, err = in_folder(monkeypatch, here, *argv, "--db", history, capsys=capsys)
+    assert status == 2, out + err
+    assert out == ""
+    lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"benchmark {argv[0]}: ") and message in lines[0]
     assert _tree(here) == []
 
 
-def test_a_plain_path_is_a_sqlite_history(history, tmp_path):
+def test_a_plain_path_is_a_sqlite_history(history, tmp_path, monkeypatch, capsys):
     path = history.removeprefix("sqlite:///")
-    proc = benchmark_cli("history", "op.abs*", "--db", path, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "op.abs[8]" in proc.stdout
+    status, out, err = in_folder(monkeypatch, tmp_path, "history", "op.abs*", "--db", path, capsys=capsys)
+    assert status == 0, err
+    assert "op.abs[8]" in out
 
 
 def test_every_command_module_is_registered_once():
@@ -140,8 +149,9 @@ def test_legacy_defaults_in_the_help_are_the_converters():
     assert legacy_command.DEFAULT_UNKNOWN_DIM == legacy.DEFAULT_UNKNOWN_DIM
 
 
-def test_detect_json_still_works_without_the_store(tmp_path):
+def test_detect_reads_a_csv_in_the_working_directory(tmp_path, monkeypatch, capsys):
     (tmp_path / "s.csv").write_text("value\n" + "\n".join(["1.0"] * 10) + "\n")
-    proc = benchmark_cli("detect", "s.csv", "--json", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"change_points": [], "alerts": []}
+    status, out, err = in_folder(monkeypatch, tmp_path, "detect", "s.csv", "--json", capsys=capsys)
+    assert status == 0, err
+    assert json.loads(out) == {"change_points": [], "alerts": []}
+    assert _tree(tmp_path) == ["s.csv"]
