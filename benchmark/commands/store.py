@@ -1,6 +1,6 @@
 """History commands: `benchmark runs`, `history`, `export`, `import` and `db upgrade|current|init`.
 
-Every command takes `--db URL` (default: $BENCHMARK_DB_URL, else results/history.sqlite of the
+Every command takes `--db URL|PATH` (default: $BENCHMARK_DB_URL, else results/history.sqlite of the
 project). Errors are one line on stderr and exit status 2; a URL's password is never printed.
 """
 
