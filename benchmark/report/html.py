@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
+from benchmark.parallel import parallel_map
 from benchmark.report import plots
 from benchmark.report.compare_runs import (
     BASELINE_TEXT,
@@ -712,7 +713,7 @@ def _min_effects(series: list[SeriesData], min_effect: float) -> list[float]:
 
 def _analyse(series: list[SeriesData], min_effects: list[float], workers, progress) -> list[Entry]:
     """Change points and alerts of every series (in parallel): what the trend shows."""
-    analyses = plots.parallel_map(analyse_one, list(zip(series, min_effects, strict=True)), workers=workers,
+    analyses = parallel_map(analyse_one, list(zip(series, min_effects, strict=True)), workers=workers,
                                   progress=progress, description="analysing series")  # fmt: skip
     return [Entry(s, a, slug_for(s)) for s, a in zip(series, analyses, strict=True)]
 
