@@ -141,14 +141,6 @@ def test_every_command_module_is_registered_once():
     assert {"validate", "list", "runs", "history", "gate", "report", "plot", "detect"} <= set(names)
 
 
-def test_legacy_defaults_in_the_help_are_the_converters():
-    from benchmark import legacy
-    from benchmark.commands import legacy as legacy_command
-
-    assert legacy_command.DEFAULT_BATCH_SIZE == legacy.DEFAULT_BATCH_SIZE
-    assert legacy_command.DEFAULT_UNKNOWN_DIM == legacy.DEFAULT_UNKNOWN_DIM
-
-
 def test_detect_reads_a_csv_in_the_working_directory(tmp_path, monkeypatch, capsys):
     (tmp_path / "s.csv").write_text("value\n" + "\n".join(["1.0"] * 10) + "\n")
     status, out, err = in_folder(monkeypatch, tmp_path, "detect", "s.csv", "--json", capsys=capsys)

@@ -16,13 +16,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from benchmark import legacy  # the converter itself: standard library and yaml (~30 ms)
 from benchmark.commands._common import positive_int
 from benchmark.limits import DEFAULT_MAX_CASES
-
-# Mirrors of benchmark.legacy's defaults, so that --help does not import the converter (checked
-# equal by tests/test_cli.py).
-DEFAULT_BATCH_SIZE = 16
-DEFAULT_UNKNOWN_DIM = 16
 
 
 def _read(path: Path) -> object:
@@ -74,8 +70,6 @@ def _resolver():
 
 
 def cmd_import_legacy(args) -> int:
-    from benchmark import legacy
-
     out_dir = Path(args.out)
     written = converted = skipped = 0
     resolve = _resolver()
@@ -138,17 +132,17 @@ def register(sub) -> None:
     p.add_argument(
         "--batch-size",
         type=positive_int,
-        default=DEFAULT_BATCH_SIZE,
+        default=legacy.DEFAULT_BATCH_SIZE,
         metavar="N",
-        help=f"replaces a -1 batch dimension, the first (default {DEFAULT_BATCH_SIZE})",
+        help=f"replaces a -1 batch dimension, the first (default {legacy.DEFAULT_BATCH_SIZE})",
     )
     p.add_argument(
         "--unknown-dim",
         type=positive_int,
-        default=DEFAULT_UNKNOWN_DIM,
+        default=legacy.DEFAULT_UNKNOWN_DIM,
         metavar="N",
         help="replaces a -1 in any other dimension, as the legacy harness did "
-        f"(default {DEFAULT_UNKNOWN_DIM})",
+        f"(default {legacy.DEFAULT_UNKNOWN_DIM})",
     )
     p.add_argument(
         "--backward",
