@@ -140,6 +140,21 @@ def check_side(label: str, python: str, root: Path, env: dict[str, str] | None =
     return Side(label=label, python=python, env=env, info=info)
 
 
+def check_sides(
+    pythons: dict[str, str], root: Path, say: Callable[[str], None] = lambda line: None
+) -> dict[str, Side]:
+    """`check_side` of both sides at once (each check imports paddle); the first side's problem
+    is raised when both have one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(pythons)) as pool:
+        futures = {label: pool.submit(check_side, label, python, root) for label, python in pythons.items()}
+        sides = {label: f.result() for label, f in futures.items()}
+    for side in sides.values():
+        say(f"compare: {side.describe()}")
+    return sides
+
+
 @dataclasses.dataclass
 class CaseState:
     """One case during the job: its per-process entries per side, pairs and current decision."""
@@ -395,6 +410,50 @@ def case_line(s: CaseState) -> str:
     if d.verdict == seq.INCONCLUSIVE and d.pairs_needed:
         text += f"; would need about {d.pairs_needed} pairs"
     return text
+
+
+def job_dict(job: Job) -> dict[str, Any]:
+    """The job as plain data (`benchmark compare --json`): sides, one entry per case, how it ended."""
+
+    def num(x):
+        return x if x is not None and math.isfinite(x) else None
+
+    cases = []
+    for s in job.states:
+        d = s.decision
+        cases.append(
+            {
+                "case": s.case.id,
+                "case_id": s.case.case_id,
+                "place": s.case.place,
+                "mode": s.case.mode,
+                "verdict": s.verdict,
+                "ratio": num(d.ratio) if d else None,
+                "ci_low": num(d.ci_low) if d else None,
+                "ci_high": num(d.ci_high) if d else None,
+                "confidence": num(d.confidence) if d else None,
+                "look": d.look if d else 0,
+                "pairs": len(s.pairs),
+                "pairs_needed": d.pairs_needed if d else None,
+                "spread": num(d.spread) if d else None,
+                "min_effect": s.min_effect,
+                "message": s.error or s.skipped,
+                "values": {k: [e["value"] for e in s.entries[k]] for k in SIDES},
+            }
+        )
+    return {
+        "exit_code": job.exit_code(),
+        "sides": {k: {"python": v.python, **v.info} for k, v in job.sides.items()},
+        "cases": cases,
+        "steps": job.steps,
+        "elapsed_s": job.elapsed_s,
+        "budget_s": job.budget_s,
+        "alpha": job.alpha,
+        "stopped": job.stopped,
+        "seed": job.seed,
+        "run_group": job.run_group,
+        "run_ids": job.run_ids,
+    }
 
 
 # ------------------------------------------------------------------------------------------ storing

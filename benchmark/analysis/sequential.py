@@ -34,7 +34,7 @@ from scipy import stats as st
 SLOWER, FASTER, SAME, INCONCLUSIVE, ERROR = "slower", "faster", "same", "inconclusive", "error"
 VERDICTS = (SLOWER, FASTER, SAME, INCONCLUSIVE, ERROR)
 MIN_PAIRS = 3  # fewer pairs: no interval (a t interval with 1 degree of freedom is useless)
-LOOK_GROWTH = 1.25  # looks at pair counts growing by at least this factor (3, 4, 5, 6, 8, 10, 13, ...)
+LOOK_GROWTH = 1.5  # looks at pair counts growing by this factor: 3, 5, 8, 12, 18, 27, 41, 62, 93, ...
 
 
 @dataclass(frozen=True)

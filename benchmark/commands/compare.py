@@ -8,6 +8,7 @@ statistics are `benchmark.analysis.sequential`; the Markdown and the chart are
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -146,6 +147,9 @@ def register(sub) -> None:
         "--plot", default=None, metavar="FILE", help="write the A/B chart (FILE.png or FILE.svg; other: both)"
     )
     p.add_argument(
+        "--json", default=None, metavar="FILE", help="write the job (sides, verdicts, values) as JSON"
+    )
+    p.add_argument(
         "--worker-log",
         default=os.devnull,
         metavar="FILE",
@@ -246,11 +250,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             store = open_store(resolve_url(_db_url(args.db), root))
         measure.pin_threads(args.threads or None)
         measure.control_allocator(True)
-        sides = {}
-        for label, python in (("A", args.a), ("B", args.b)):
-            say(f"compare: checking side {label} ({python})")
-            sides[label] = ec.check_side(label, python, root)
-            say(f"compare: {sides[label].describe()}")
+        say(f"compare: checking side A ({args.a}) and side B ({args.b})")
+        sides = ec.check_sides({"A": args.a, "B": args.b}, root, say)
         settings = measure.MeasureSettings.quick() if args.quick else measure.MeasureSettings()
         say(
             f"compare: {len(cases)} case(s), budget {args.budget_min:g} min, alpha {args.alpha:g} over all "
@@ -289,6 +290,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.markdown:
             Path(args.markdown).write_text(comparison.markdown(job), encoding="utf-8")
             print(f"wrote {args.markdown}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(ec.job_dict(job), indent=1, default=str), encoding="utf-8")
+            print(f"wrote {args.json}")
         if args.plot:
             for path in comparison.write_chart(job, args.plot):
                 print(f"wrote {path}")

@@ -1,0 +1,126 @@
+"""Replay `benchmark compare`'s sequential verdicts on recorded (or modelled) pair noise: many jobs
+in seconds, to check its error rates where real jobs would take hours.
+
+A job here is what `benchmark.envcompare.run_job` does with the statistics: every step adds one
+pair (log B/A of two process values) to each open case, a case is looked at on the look schedule
+(`benchmark.analysis.sequential`), decided cases stop, and the job ends at `--max-pairs` (the
+number of steps its budget allows; a final look as in the real job). The noise of a pair comes
+from recorded jobs (`--from JOB.json ...`, written by `benchmark compare --json`: the paired log
+differences of every case, centred on 0, resampled with replacement) or from a model (`--sd S`:
+Student t with 4 degrees of freedom scaled to standard deviation S). Case 0 of each job gets
+`--slowdown` added (log(1 + slowdown)); the others are identical.
+
+    python scripts/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000
+    python scripts/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000 --slowdown 0.05
+    python scripts/compare_replay.py --from job0.json --cases 2 --max-pairs 60 --jobs 500 --slowdown 0.05
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmark.analysis import sequential as seq
+
+
+def recorded_differences(paths: list[str]) -> np.ndarray:
+    """The paired log differences of every case of the recorded jobs, each case centred on 0."""
+    out = []
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        for case in doc["cases"]:
+            a, b = case["values"]["A"], case["values"]["B"]
+            d = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
+            if len(d) >= 3:
+                out.extend(np.asarray(d) - np.mean(d))
+    if not out:
+        raise SystemExit("no case with 3 or more pairs in the recorded jobs")
+    return np.asarray(out)
+
+
+def one_job(draw, cases: int, shift: float, max_pairs: int, alpha: float, min_effect: float) -> list[str]:
+    """The verdicts of one replayed job (case 0 shifted by `shift` in log)."""
+    points = set(seq.look_points(max_pairs))
+    d = [[] for _ in range(cases)]
+    verdicts = [seq.INCONCLUSIVE] * cases
+    open_ = set(range(cases))
+    for n in range(1, max_pairs + 1):
+        for i in list(open_):
+            d[i].append(draw() + (shift if i == 0 else 0.0))
+            if n in points:
+                dec = seq.decide(np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases)
+                verdicts[i] = dec.verdict
+                if dec.decided:
+                    open_.discard(i)
+        if not open_:
+            break
+    for i in open_:
+        n = len(d[i])
+        if n >= seq.MIN_PAIRS and n not in points:
+            look = seq.look_number(n) + 1
+            verdicts[i] = seq.decide(
+                np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases, look=look
+            ).verdict
+    return verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--from", dest="recorded", nargs="*", default=None, help="compare --json files to resample"
+    )
+    p.add_argument("--sd", type=float, default=0.03, help="modelled pair noise (sd of log B/A; default 0.03)")
+    p.add_argument("--cases", type=int, default=2, help="cases per job (default 2)")
+    p.add_argument("--max-pairs", type=int, default=60, help="pairs a job's budget allows (default 60)")
+    p.add_argument("--jobs", type=int, default=1000, help="jobs to replay (default 1000)")
+    p.add_argument("--slowdown", type=float, default=0.0, help="slowdown of case 0 in B (default 0)")
+    p.add_argument("--alpha", type=float, default=0.01, help="the job's alpha (default 0.01)")
+    p.add_argument("--min-effect", type=float, default=0.02, help="min effect (default 0.02)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    args = p.parse_args(argv)
+
+    rng = np.random.default_rng(args.seed)
+    if args.recorded:
+        pool = recorded_differences(args.recorded)
+        source = f"{pool.size} recorded pair differences (sd {pool.std(ddof=1):.3f})"
+
+        def draw() -> float:
+            return float(pool[rng.integers(pool.size)])
+    else:
+        scale = args.sd / math.sqrt(4 / 2)  # t(4) has variance 2
+        source = f"t(4) noise, sd {args.sd:g}"
+
+        def draw() -> float:
+            return float(rng.standard_t(4) * scale)
+
+    shift = math.log1p(args.slowdown)
+    counts = [collections.Counter() for _ in range(args.cases)]
+    named_only = false_jobs = 0
+    for _ in range(args.jobs):
+        v = one_job(draw, args.cases, shift, args.max_pairs, args.alpha, args.min_effect)
+        for i, x in enumerate(v):
+            counts[i][x] += 1
+        others_false = any(x in (seq.SLOWER, seq.FASTER) for x in v[1:])
+        case0_false = args.slowdown == 0 and v[0] in (seq.SLOWER, seq.FASTER)
+        false_jobs += others_false or case0_false
+        named_only += args.slowdown > 0 and v[0] == seq.SLOWER and not others_false
+    print(
+        f"{args.jobs} replayed jobs: {args.cases} cases, case 0 slower by {args.slowdown:.1%}, "
+        f"at most {args.max_pairs} pairs, alpha {args.alpha:g}, min effect {args.min_effect:.0%}; {source}"
+    )
+    for i, c in enumerate(counts):
+        print(f"  case {i}: " + ", ".join(f"{k} {n} ({n / args.jobs:.1%})" for k, n in sorted(c.items())))
+    print(f"  jobs with a false slower/faster verdict: {false_jobs} ({false_jobs / args.jobs:.2%})")
+    if args.slowdown:
+        print(f"  jobs naming case 0 slower and no other: {named_only} ({named_only / args.jobs:.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""`benchmark compare`: the sequential statistics (pure), and the command end to end with real
+worker processes of real venvs (one of them with paddle.abs slowed down by a .pth hook)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmark.analysis import sequential as seq
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ---------------------------------------------------------------------------------------- statistics
+
+
+def test_look_schedule_and_spending_never_exceed_alpha():
+    points = seq.look_points(300)
+    assert points[:6] == [3, 5, 8, 12, 18, 27]
+    assert all(b > a for a, b in zip(points, points[1:], strict=False))
+    assert seq.look_number(2) == 0 and seq.look_number(3) == 1 and seq.look_number(7) == 2
+    spent = sum(seq.look_alpha(0.01, 4, k) for k in range(1, 10_000)) * 4
+    assert spent <= 0.01
+
+
+def test_a_clear_slowdown_is_slower_and_identical_values_are_not():
+    rng = np.random.default_rng(3)
+    a = np.exp(rng.normal(0, 0.03, 30)) * 1e-4
+    b_same = a * np.exp(rng.normal(0, 0.01, 30))
+    b_slow = a * 1.10 * np.exp(rng.normal(0, 0.01, 30))
+    slow = seq.decide(a, b_slow, min_effect=0.02, alpha=0.01)
+    assert slow.verdict == seq.SLOWER and slow.ci_low > 1 and 1.08 < slow.ratio < 1.12
+    same = seq.decide(a, b_same, min_effect=0.02, alpha=0.01)
+    assert same.verdict == seq.SAME and 1 / 1.02 < same.ci_low <= same.ci_high < 1.02
+    fast = seq.decide(b_slow, a, min_effect=0.02, alpha=0.01)
+    assert fast.verdict == seq.FASTER
+
+
+def test_a_real_but_tiny_difference_is_same_not_slower():
+    rng = np.random.default_rng(5)
+    a = np.exp(rng.normal(0, 0.02, 60))
+    b = a * 1.005 * np.exp(rng.normal(0, 0.002, 60))  # significant, but 0.5% < min_effect 2%
+    d = seq.decide(a, b, min_effect=0.02, alpha=0.01)
+    assert d.ci_low > 1 and d.verdict == seq.SAME
+
+
+def test_inconclusive_says_how_many_pairs_it_would_need():
+    rng = np.random.default_rng(7)
+    a = np.ones(5)
+    b = np.exp(0.05 + rng.normal(0, 0.08, 5))
+    d = seq.decide(a, b, min_effect=0.02, alpha=0.01)
+    assert d.verdict == seq.INCONCLUSIVE and d.pairs_needed is not None and d.pairs_needed > 5
+    few = seq.decide([1.0, 1.0], [2.0, 2.0], min_effect=0.02, alpha=0.01)
+    assert few.verdict == seq.INCONCLUSIVE and math.isnan(few.ci_low) and few.pairs == 2
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="pairs need one of each"):
+        seq.decide([1.0, 2.0, 3.0], [1.0, 2.0], min_effect=0.02, alpha=0.01)
+    with pytest.raises(ValueError, match="finite and positive"):
+        seq.decide([1.0, 0.0, 3.0], [1.0, 2.0, 3.0], min_effect=0.02, alpha=0.01)
+    with pytest.raises(ValueError, match="alpha"):
+        seq.look_alpha(1.5, 1, 1)
+
+
+def test_exit_codes_follow_the_gate():
+    assert seq.exit_code([seq.SAME, seq.FASTER, seq.INCONCLUSIVE]) == 0
+    assert seq.exit_code([seq.SAME, seq.SLOWER, seq.ERROR]) == 1
+    assert seq.exit_code([seq.SAME, seq.ERROR]) == 2
+
+
+# ------------------------------------------------------------------------------------------ end to end
+
+HOOK = """import importlib.abc, importlib.util, sys, time
+def _patch(paddle):
+    original = paddle.abs
+    def abs(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = original(*args, **kwargs)
+        until = t0 + (time.perf_counter() - t0) * 3.0 + 2e-2
+        while time.perf_counter() < until:
+            pass
+        return out
+    paddle.abs = abs
+class _Hook(importlib.abc.MetaPathFinder):  # paddle is not on sys.path yet when .pth files run
+    def find_spec(self, name, path, target=None):
+        if name != "paddle":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("paddle")
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            _patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, _Hook())
+"""
+
+CONFIG = """cases:
+  - name: cmp_abs
+    kind: op
+    op: paddle.abs
+    inputs:
+      x: {shape: [64, 64]}
+    places: [cpu]
+    modes: [dynamic]
+  - name: cmp_exp
+    kind: op
+    op: paddle.exp
+    inputs:
+      x: {shape: [64, 64]}
+    places: [cpu]
+    modes: [dynamic]
+"""
+
+
+def make_venv(path: Path, *, slow_abs: bool = False) -> Path:
+    """A venv sharing this interpreter's packages (paddle included); `slow_abs`: its paddle.abs
+    takes 3x as long plus 20 ms, injected by a .pth file that no config shows."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
+    )
+    python = path / "bin" / "python"
+    if slow_abs:
+        site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        Path(site, "slow_abs_hook.py").write_text(HOOK)
+        Path(site, "slow_abs_hook.pth").write_text("import slow_abs_hook\n")
+    return python
+
+
+def compare(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "compare", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def config(tmp_path) -> Path:
+    path = tmp_path / "cmp.yaml"
+    path.write_text(CONFIG)
+    return path
+
+
+def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config):
+    from benchmark.store import open_store
+
+    python_a = make_venv(tmp_path / "a")
+    python_b = make_venv(tmp_path / "b", slow_abs=True)
+    db = tmp_path / "h.sqlite"
+    out = tmp_path / "job.json"
+    proc = compare(
+        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--alpha", "0.02", "--min-effect", "0.05", "--seed", "11", "--db", str(db), "--json", str(out),
+        "--markdown", str(tmp_path / "c.md"), "--plot", str(tmp_path / "c.png"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    verdicts = {c["case_id"]: c for c in doc["cases"]}
+    assert verdicts["cmp_abs"]["verdict"] == "slower" and verdicts["cmp_abs"]["ratio"] > 1.5, proc.stdout
+    assert verdicts["cmp_exp"]["verdict"] not in ("slower", "faster")
+    assert "SLOWER" in proc.stdout and "cmp_abs-cpu-dynamic" in proc.stdout
+    assert "step 1 done" in proc.stderr  # progress
+
+    store = open_store(f"sqlite:///{db}", create=False, readonly=True)
+    runs = [store.run(doc["run_ids"][s]) for s in ("A", "B")]
+    assert runs[0]["run_group"] == runs[1]["run_group"] == doc["run_group"]
+    assert doc["run_group"].startswith("compare-")
+    assert "compare side A" in runs[0]["note"] and str(python_b) in runs[1]["note"]
+    assert "paddle" in runs[1]["note"]
+    results = store.results(doc["run_ids"]["B"])
+    assert {r["case_id"] for r in results} == {"cmp_abs", "cmp_exp"}
+    for r in results:
+        assert len(r["processes"]) == 3 and all(p["status"] == "ok" for p in r["processes"])
+        assert r["stats"]["median"] == pytest.approx(sorted(p["value"] for p in r["processes"])[1])
+    md = (tmp_path / "c.md").read_text()
+    assert "B is slower" in md and "`cmp_abs`" in md
+    assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_identical_environments_give_no_slower_or_faster(tmp_path, config):
+    proc = compare(
+        "--a", sys.executable, "--b", sys.executable, str(config), "-k", "cmp_exp", "--quick",
+        "--max-pairs", "3", "--no-store", "--json", str(tmp_path / "j.json"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (case,) = json.loads((tmp_path / "j.json").read_text())["cases"]
+    assert case["verdict"] in ("same", "inconclusive") and case["pairs"] == 3
+
+
+def test_a_broken_interpreter_path_is_one_line_and_exit_2(tmp_path, config):
+    proc = compare(
+        "--a", str(tmp_path / "nope" / "bin" / "python"), "--b", sys.executable, str(config), cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("benchmark compare:")]
+    assert len(lines) == 1 and "side A" in lines[0] and "no such interpreter" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_environment_without_paddle_is_one_line_and_exit_2(tmp_path, config):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    proc = compare(
+        "--a", sys.executable, "--b", str(tmp_path / "bare" / "bin" / "python"), str(config), cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("benchmark compare: side B") and "cannot import paddle" in line
+    assert "paddlepaddle, numpy" in line
+
+
+def test_bad_selection_and_settings_are_exit_2(tmp_path, config):
+    proc = compare(
+        "--a", sys.executable, "--b", sys.executable, str(config), "-k", "nothing_like_this", cwd=tmp_path
+    )
+    assert proc.returncode == 2 and "no case matches" in proc.stderr
+    proc = compare("--a", sys.executable, "--b", sys.executable, str(config), "--alpha", "0.9", cwd=tmp_path)
+    assert proc.returncode == 2 and "--alpha" in proc.stderr
