@@ -879,7 +879,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     tr = terminalreporter
     tr.section("benchmark summary (time per iteration)")
     tr.write_line(
-        f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} {'n':>5}  throughput"
+        f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} {'n':>5} "
+        f"{'P':>2} {'between':>7}  throughput"
     )
     skipped: dict[str, int] = {}
     # In collection order (cases measured in worker processes are recorded as their last trial ends).
@@ -898,7 +899,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
         tr.write_line(
             f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.get('median')):>10} "
-            f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5}  {thr}"
+            f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5} {_between(s)}  {thr}"
         )
         for w in r.warnings:
             tr.write_line(f"    warning: {w}", yellow=True)
@@ -934,6 +935,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         where.append(f"history run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
     tr.write_line(f"results: {', '.join(where) or 'none written'}")
     _write_problems(tr, bench)
+
+
+def _between(stats: dict) -> str:
+    """The summary table's P (ok worker processes) and between (their spread, `between_cv`)
+    columns; blank for in-process measurement."""
+    processes = stats.get("processes")
+    if not processes:
+        return f"{'':>2} {'':>7}"
+    cv = stats.get("between_cv")
+    spread = f"{cv:.1%}" if cv is not None and cv == cv else "-"
+    return f"{processes:>2} {spread:>7}"
 
 
 def _write_problems(tr, bench: BenchSession) -> None:
