@@ -33,7 +33,7 @@ import pytest
 
 from benchmark import measure
 from benchmark.config import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, Case, config_hash, load_paths
-from benchmark.results import CaseResult
+from benchmark.results import CaseResult, json_safe
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 DEFAULT_PROCESSES = 3
@@ -677,7 +677,7 @@ class BenchSession:
         tmp = self.json_path.with_suffix(".tmp")
         try:
             self.json_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(doc, indent=1, default=str))
+            tmp.write_text(json.dumps(json_safe(doc), indent=1, default=str, allow_nan=False))
             os.replace(tmp, self.json_path)
         except OSError as e:
             self.json_error = _os_error(e)

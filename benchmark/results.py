@@ -169,3 +169,15 @@ def timing_problem(result: Mapping[str, Any] | CaseResult) -> str | None:
         if bad:
             problems.append(f"{bad} of {len(values)} {key.replace('_', ' ')} are not finite positive numbers")
     return "; ".join(problems) or None
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None, so that it serialises as strict
+    JSON (a bare `NaN` is not JSON; e.g. `between_cv` of a one-process result is NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value

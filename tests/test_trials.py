@@ -190,8 +190,12 @@ def suite_command(tmp_path: Path, config: str, *args: str) -> list[str]:
     ]
 
 
+def _no_constants(name: str):
+    raise AssertionError(f"summary.json is not strict JSON: it holds a bare {name}")
+
+
 def results_by_id(tmp_path: Path) -> tuple[dict, dict]:
-    doc = json.loads((tmp_path / "summary.json").read_text())
+    doc = json.loads((tmp_path / "summary.json").read_text(), parse_constant=_no_constants)
     return doc["run"], {r["case_id"]: r for r in doc["results"]}
 
 
@@ -208,6 +212,7 @@ def test_suite_measures_each_case_in_interleaved_worker_processes(tmp_path):
     assert run["trials"] == {"processes": 2, "seed": 11, "order": "randomized interleaved rounds"}
     counts = {case_id: len(r["processes"]) for case_id, r in results.items()}
     assert counts == {"t_abs": 2, "t_exp": 2, "t_relu": 1, "t_prog": 3}  # per-case setting honoured
+    assert results["t_relu"]["stats"]["between_cv"] is None  # one process: no spread (null, not NaN)
     entries = [(p["order"], p["index"], case_id, p) for case_id, r in results.items() for p in r["processes"]]
     entries.sort()
     assert [e[0] for e in entries] == list(range(8))
