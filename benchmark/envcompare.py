@@ -245,6 +245,12 @@ def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) ->
     return measure.asdict(base.override(case.measure).per_process(processes))
 
 
+def measured(states: Sequence[CaseState]) -> int:
+    """The cases alpha is split over: all but those skipped (e.g. a GPU case on a CPU machine),
+    which never get a verdict (skips are known after the first step, before any look)."""
+    return max(1, sum(1 for s in states if s.skipped is None))
+
+
 def _decide(state: CaseState, alpha: float, cases: int, *, final: bool = False) -> None:
     """Look at a case when its pair count is on the look schedule (or, `final`, once more at the
     end of the job when it is not, as one further look)."""
@@ -360,7 +366,7 @@ def run_job(
                     s.error = f"side {label}: {message}"
             if s.error is None and s.skipped is None:
                 s.pairs.append((s.entries["A"][-1]["value"], s.entries["B"][-1]["value"]))
-                _decide(s, alpha, len(states))
+                _decide(s, alpha, measured(states))
         step_times.append(time.monotonic() - t_step)
         job.elapsed_s = time.monotonic() - start
         progress(step_line(job))
@@ -370,7 +376,7 @@ def run_job(
         close_quietly(w)
     for s in states:
         if s.open:
-            _decide(s, alpha, len(states), final=True)
+            _decide(s, alpha, measured(states), final=True)
     job.elapsed_s = time.monotonic() - start
     return job
 
@@ -389,7 +395,10 @@ def step_line(job: Job) -> str:
 
 
 def pct(x: float) -> str:
-    return "-" if not math.isfinite(x) else f"{x - 1:+.1%}"
+    """A ratio as a change in percent (+4.8%); from 2x on as a factor (x12.5)."""
+    if not math.isfinite(x):
+        return "-"
+    return f"x{x:,.1f}" if x >= 2 else f"{x - 1:+.1%}"
 
 
 def case_line(s: CaseState) -> str:

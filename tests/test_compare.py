@@ -120,21 +120,43 @@ CONFIG = """cases:
 """
 
 
-def make_venv(path: Path, *, slow_abs: bool = False) -> Path:
+BROKEN_EXP = """import importlib.abc, importlib.util, sys
+def _patch(paddle):
+    def exp(*args, **kwargs):
+        raise RuntimeError("exp is broken in this build")
+    paddle.exp = exp
+class _Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "paddle":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("paddle")
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            _patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, _Hook())
+"""
+
+
+def make_venv(path: Path, *, slow_abs: bool = False, hook: str | None = None) -> Path:
     """A venv sharing this interpreter's packages (paddle included); `slow_abs`: its paddle.abs
-    takes 3x as long plus 20 ms, injected by a .pth file that no config shows."""
+    takes 3x as long plus 20 ms, injected by a .pth file that no config shows (`hook`: another
+    such module)."""
     subprocess.run(
         [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
     )
     python = path / "bin" / "python"
-    if slow_abs:
+    if slow_abs or hook:
         site = subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
             check=True,
             capture_output=True,
             text=True,
         ).stdout.strip()
-        Path(site, "slow_abs_hook.py").write_text(HOOK)
+        Path(site, "slow_abs_hook.py").write_text(hook or HOOK)
         Path(site, "slow_abs_hook.pth").write_text("import slow_abs_hook\n")
     return python
 
@@ -203,6 +225,22 @@ def test_identical_environments_give_no_slower_or_faster(tmp_path, config):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (case,) = json.loads((tmp_path / "j.json").read_text())["cases"]
     assert case["verdict"] in ("same", "inconclusive") and case["pairs"] == 3
+
+
+def test_a_case_failing_on_one_side_is_an_error_and_the_others_go_on(tmp_path, config):
+    python_b = make_venv(tmp_path / "b", hook=BROKEN_EXP)
+    out = tmp_path / "j.json"
+    proc = compare(
+        "--a", sys.executable, "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--no-store", "--json", str(out),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    cases = {c["case_id"]: c for c in json.loads(out.read_text())["cases"]}
+    assert cases["cmp_exp"]["verdict"] == "error" and "side B" in cases["cmp_exp"]["message"]
+    assert "exp is broken in this build" in cases["cmp_exp"]["message"]
+    assert cases["cmp_abs"]["pairs"] == 3 and cases["cmp_abs"]["verdict"] != "error"
+    assert "ERROR" in proc.stdout
 
 
 def test_a_broken_interpreter_path_is_one_line_and_exit_2(tmp_path, config):

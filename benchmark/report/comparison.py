@@ -21,7 +21,10 @@ ORDER = {seq.SLOWER: 0, seq.ERROR: 1, seq.FASTER: 2, seq.INCONCLUSIVE: 3, seq.SA
 
 
 def _pct(x: float) -> str:
-    return "–" if not math.isfinite(x) else f"{x - 1:+.1%}"
+    """A ratio as a change in percent (+4.8%); from 2x on as a factor (x12.5)."""
+    if not math.isfinite(x):
+        return "–"
+    return f"x{x:,.1f}" if x >= 2 else f"{x - 1:+.1%}"
 
 
 def _cell(text: str) -> str:
