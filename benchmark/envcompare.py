@@ -30,12 +30,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchmark import measure, trials
-from benchmark.analysis import sequential as seq
-from benchmark.config import Case
-from benchmark.results import CaseResult, process_entry, summarize_processes
+if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
+    from benchmark import measure
+    from benchmark.analysis.sequential import Decision
+    from benchmark.config import Case
+    from benchmark.results import CaseResult
 
 SIDES = ("A", "B")
 CHECK_TIMEOUT_S = 300.0
@@ -165,7 +166,7 @@ class CaseState:
         default_factory=lambda: {s: [] for s in SIDES}
     )
     pairs: list[tuple[float, float]] = dataclasses.field(default_factory=list)
-    decision: seq.Decision | None = None
+    decision: Decision | None = None
     error: str | None = None
     skipped: str | None = None
 
@@ -179,6 +180,8 @@ class CaseState:
 
     @property
     def verdict(self) -> str:
+        from benchmark.analysis import sequential as seq
+
         if self.error is not None:
             return seq.ERROR
         if self.skipped is not None:
@@ -205,6 +208,8 @@ class Job:
         return [s.verdict for s in self.states]
 
     def exit_code(self) -> int:
+        from benchmark.analysis import sequential as seq
+
         return seq.exit_code(self.verdicts())
 
 
@@ -225,6 +230,8 @@ def serve_trials(
 ):
     """One timing trial of each of `members` (in that order) in `worker`, a fresh worker taking
     over when one dies. Returns ({case key: record with its "_order"}, the workers used)."""
+    from benchmark import trials
+
     records: dict[str, dict[str, Any]] = {}
     used = [worker]
     for k, (state, p) in enumerate(zip(members, params, strict=True)):
@@ -242,6 +249,8 @@ def serve_trials(
 def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
     """The `time` request's settings of one trial of `case`: `base` with the case's own `measure`
     overrides, per process as in a suite run of `processes` worker processes."""
+    from benchmark import measure
+
     return measure.asdict(base.override(case.measure).per_process(processes))
 
 
@@ -254,6 +263,8 @@ def measured(states: Sequence[CaseState]) -> int:
 def _decide(state: CaseState, alpha: float, cases: int, *, final: bool = False) -> None:
     """Look at a case when its pair count is on the look schedule (or, `final`, once more at the
     end of the job when it is not, as one further look)."""
+    from benchmark.analysis import sequential as seq
+
     n = len(state.pairs)
     if n < seq.MIN_PAIRS:
         return
@@ -286,6 +297,7 @@ def run_job(
     """Measure `cases` on both sides in alternating randomized steps until each is decided, the
     budget would be overrun or `max_pairs` is reached (see the module docstring). `min_effect(case)`
     is the smallest relative difference that counts. Returns the job (not stored)."""
+    from benchmark.results import process_entry
 
     if set(sides) != set(SIDES):
         raise ValueError(f"sides must be {SIDES}, got {sorted(sides)}")
@@ -403,6 +415,8 @@ def pct(x: float) -> str:
 
 def case_line(s: CaseState) -> str:
     """One printed row: verdict, case, B/A ratio, interval, pairs (and what an inconclusive one needs)."""
+    from benchmark.analysis import sequential as seq
+
     head = f"{s.verdict.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
     d = s.decision
     if s.error is not None:
@@ -470,6 +484,8 @@ def job_dict(job: Job) -> dict[str, Any]:
 
 def side_result(state: CaseState, label: str) -> CaseResult:
     """The case's result on one side: per-process entries, pooled samples, run value."""
+    from benchmark.results import CaseResult, summarize_processes
+
     r = CaseResult.for_case(state.case)
     r.processes = list(state.entries[label])
     r.finished_at = time.time()

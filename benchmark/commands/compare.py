@@ -17,8 +17,8 @@ from pathlib import Path
 from benchmark import envcompare as ec
 
 EPILOG = f"""\
-Each interpreter's environment needs {ec.VENV_NEEDS}; the harness's own code comes from this
-checkout (its root goes first on the workers' PYTHONPATH), so e.g.
+Each interpreter's environment needs {ec.VENV_NEEDS};
+the harness's own code comes from this checkout (its root goes first on the workers' PYTHONPATH), so e.g.
   python -m venv /tmp/pr && /tmp/pr/bin/pip install paddlepaddle==3.3.1 numpy scipy pyyaml pydantic
 is enough. Exit status: 0 no case slower, 1 a case slower, 2 an input error or a case that could
 not be measured on a side.
@@ -26,18 +26,23 @@ not be measured on a side.
 
 
 def register(sub) -> None:
+    import textwrap
+
     p = sub.add_parser(
         "compare",
         help="A/B of two environments (e.g. the develop and the PR build of paddle) in one job: exit 0 "
         "when no case is slower in B, 1 when one is, 2 on an error",
-        description="Measure the selected cases in worker processes of two interpreters, A and B, "
-        "alternating in randomized steps (a fresh A and a fresh B worker per step, each timing every "
-        "still-open case once, in random order). Per case: the B/A ratio of the per-process values "
-        "(paired by step, geometric mean) with a t interval on the log ratios; verdicts slower, "
-        "faster, same (within --min-effect) or inconclusive (with the pairs it would need). Cases are "
-        "measured until decided or the budget runs out; false slower/faster verdicts are bounded by "
-        "--alpha over all cases and looks. Both sides are stored in the history as two runs of one "
-        "run group (compare-<timestamp>), in series of their own.",
+        description=textwrap.fill(
+            "Measure the selected cases in worker processes of two interpreters, A and B, "
+            "alternating in randomized steps (a fresh A and a fresh B worker per step, each timing every "
+            "still-open case once, in random order). Per case: the B/A ratio of the per-process values "
+            "(paired by step, geometric mean) with a t interval on the log ratios; verdicts slower, "
+            "faster, same (within --min-effect) or inconclusive (with the pairs it would need). Cases are "
+            "measured until decided or the budget runs out; false slower/faster verdicts are bounded by "
+            "--alpha over all cases and looks. Both sides are stored in the history as two runs of one "
+            "run group (compare-<timestamp>), in series of their own.",
+            width=100,
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -272,7 +277,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 worker_output=log,
             )
     except (ec.CompareError, GateError, StoreError, OSError) as e:
-        print(f"benchmark compare: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"benchmark compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
     for s in job.states:
@@ -297,6 +302,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             for path in comparison.write_chart(job, args.plot):
                 print(f"wrote {path}")
     except (StoreError, OSError, ValueError) as e:
-        print(f"benchmark compare: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"benchmark compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     return code
