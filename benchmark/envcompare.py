@@ -367,7 +367,7 @@ def run_job(
                     process_entry(
                         len(s.entries[label]),
                         rec.get("pid"),
-                        rec["_order"],
+                        rec.get("_order", order),
                         "ok" if ok else "error",
                         rec.get("samples") if ok else None,
                         int(rec.get("iterations") or 1),
