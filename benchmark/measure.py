@@ -299,11 +299,7 @@ def measure_rounds(
 
 
 def format_time(seconds: float | None) -> str:
-    """Seconds in the most readable unit: ns, us, ms or s."""
-    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
-        return "-"
-    a = abs(seconds)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if a >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    """Seconds in the unit that fits (ns, µs, ms or s), as everywhere: `benchmark.units.format_seconds`."""
+    from benchmark.units import format_seconds
+
+    return format_seconds(seconds)

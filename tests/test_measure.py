@@ -104,8 +104,8 @@ def test_stability_warnings_flag_dispersion_and_bimodality_but_not_a_steady_case
 
 
 def test_format_time_units():
-    assert measure.format_time(2.5) == "2.5 s"
-    assert measure.format_time(0.0025) == "2.5 ms"
-    assert measure.format_time(2.5e-6) == "2.5 us"
-    assert measure.format_time(2.5e-8) == "25 ns"
+    assert measure.format_time(2.5) == "2.500 s"
+    assert measure.format_time(0.0025) == "2.500 ms"
+    assert measure.format_time(2.5e-6) == "2.500 µs"
+    assert measure.format_time(2.5e-8) == "25.00 ns"
     assert measure.format_time(None) == "-"

@@ -154,7 +154,7 @@ def test_markdown_report_counts_table_and_gate(history):
     assert counts_row == [str(len(LEVELS) + 2), "1", "0", counts_row[3], counts_row[4], "1", "1", "1"]
     (reg,) = _md_table(text, "### Regressions (1)")
     assert reg[0] == f"`{STEP}`" and reg[1:3] == ["cpu", "dynamic"]
-    assert reg[3].endswith(" us") and reg[4].endswith(" us")  # baseline / new median, ASCII units
+    assert reg[3].endswith(" µs") and reg[4].endswith(" µs")  # baseline / new median, as everywhere
     assert float(reg[4].split()[0]) / float(reg[3].split()[0]) == pytest.approx(1.2, abs=0.03)
     assert reg[5].startswith("+") and "(" in reg[5] and ".." in reg[5]  # effect with its interval
     assert reg[6].startswith("p=") and "q=" in reg[6]

@@ -51,15 +51,11 @@ def code(value: Any) -> str:
 
 
 def fmt_time(seconds: float | None, unit: str = "s") -> str:
-    """ASCII durations (ns, us, ms, s) with 4 significant digits, so the text is easy to search."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    if unit not in ("s", "sec", "seconds"):
-        return f"{seconds:.4g} {unit}"
-    for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if abs(seconds) >= scale * 0.9995:
-            return f"{seconds / scale:.4g} {name}"
-    return f"{seconds / 1e-9:.4g} ns"
+    """A value with its unit as everywhere (`benchmark.units.format_value`: durations in ns, µs, ms
+    or s with 4 significant digits)."""
+    from benchmark.units import format_value
+
+    return format_value(seconds, unit)
 
 
 def pct(ratio: float) -> str:

@@ -88,14 +88,11 @@ def rate_scale(values: Iterable[float], unit: str = "samples/s") -> tuple[float,
     return 1.0 / scale, f"{prefix} {unit}".strip() if prefix else unit
 
 
-def format_time(seconds: float | None, ascii_only: bool = False) -> str:
-    """A duration with 4 significant digits in a sensible unit: `1.234 ms`."""
-    if seconds is None or not math.isfinite(seconds):
-        return "–" if not ascii_only else "-"
-    factor, unit = time_scale([seconds])
-    if ascii_only:
-        unit = unit.replace("µ", "u")
-    return f"{seconds * factor:.4g} {unit}"
+def format_time(seconds: float | None) -> str:
+    """A duration as everywhere (`benchmark.units.format_seconds`): `1.234 ms`, `125.1 µs`."""
+    from benchmark.units import format_seconds
+
+    return format_seconds(seconds)
 
 
 def _new_figure(size: tuple[float, float], **kw) -> Figure:
