@@ -16,8 +16,7 @@ import datetime as dt
 import math
 import os
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator  # noqa: E402
 
+from benchmark.parallel import parallel_map  # noqa: E402
 from benchmark.report.compare_runs import (  # noqa: E402
     IMPROVEMENT,
     Row,
@@ -598,10 +598,6 @@ def render_job(job: PlotJob) -> list[str]:
     return [str(p) for p in save(fig, job.path, job.formats)]
 
 
-def default_workers() -> int:
-    return os.cpu_count() or 1
-
-
 def render_all(
     jobs: Sequence[PlotJob],
     *,
@@ -613,63 +609,3 @@ def render_all(
     return parallel_map(
         render_job, jobs, workers=workers, progress=progress, description=description, flatten=True
     )
-
-
-def parallel_map(
-    fn: Callable[[Any], Any],
-    items: Sequence[Any],
-    *,
-    workers: int | None = None,
-    progress: bool | None = None,
-    description: str = "working",
-    flatten: bool = False,
-    min_parallel: int = 8,
-) -> list[Any]:
-    """`[fn(x) for x in items]`, in `workers` processes (default os.cpu_count()) when there are at
-    least `min_parallel` items, with a rich progress bar when `progress` (default: on a terminal)."""
-    workers = default_workers() if workers is None else max(1, workers)
-    out: list[Any] = []
-    with _progress(len(items), description, progress) as advance:
-        if workers == 1 or len(items) < min_parallel:
-            for item in items:
-                out.append(fn(item))
-                advance()
-        else:
-            chunk = max(1, min(16, len(items) // (workers * 4)))
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for value in pool.map(fn, items, chunksize=chunk):
-                    out.append(value)
-                    advance()
-    return [p for sub in out for p in sub] if flatten else out
-
-
-class _progress:
-    """A rich progress bar on stderr (only on a terminal, unless forced), or nothing."""
-
-    def __init__(self, total: int, description: str, enabled: bool | None) -> None:
-        self.total, self.description, self.enabled = total, description, enabled
-        self.bar = None
-
-    def __enter__(self) -> Callable[[], None]:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        enabled = console.is_terminal if self.enabled is None else self.enabled
-        if not enabled or self.total < 2:
-            return lambda: None
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task(self.description, total=self.total)
-        return lambda: self.bar.advance(task)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
