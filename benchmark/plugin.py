@@ -1089,13 +1089,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         result.finished_at = time.time()
     bench.record(result)
     bench.record_instructions(case, result)
-    if result.status == "skipped":
-        pytest.skip(result.message)
-    if result.status in ("error", "failed"):
-        pytest.fail(f"{case.id}: {result.message}", pytrace=False)
-    if result.warnings and bench.config.getoption("verbose") > 0:
-        print("\n".join(f"warning: {w}" for w in result.warnings), file=sys.stderr)
-    return result
+    return item_outcome(case, result, bench)
 
 
 def report_case(case: Case, bench: BenchSession) -> CaseResult:
@@ -1106,6 +1100,11 @@ def report_case(case: Case, bench: BenchSession) -> CaseResult:
         why = f"history store: {bench.store_error}" if bench.store_error else "the trials did not reach it"
         pytest.skip(f"not measured ({why})")
     bench.record_instructions(case, result)
+    return item_outcome(case, result, bench)
+
+
+def item_outcome(case: Case, result: CaseResult, bench: BenchSession) -> CaseResult:
+    """The case item passes, skips or fails as its recorded result says (warnings with -v)."""
     if result.status == "skipped":
         pytest.skip(result.message)
     if result.status in ("error", "failed"):
