@@ -76,18 +76,9 @@ def test_exit_codes_follow_the_gate():
 
 # ------------------------------------------------------------------------------------------ end to end
 
-HOOK = """import importlib.abc, importlib.util, sys, time
-def _patch(paddle):
-    original = paddle.abs
-    def abs(*args, **kwargs):
-        t0 = time.perf_counter()
-        out = original(*args, **kwargs)
-        until = t0 + (time.perf_counter() - t0) * 3.0 + 2e-2
-        while time.perf_counter() < until:
-            pass
-        return out
-    paddle.abs = abs
-class _Hook(importlib.abc.MetaPathFinder):  # paddle is not on sys.path yet when .pth files run
+# A .pth-loaded module that patches paddle right after it is imported (paddle is not on sys.path
+# yet when .pth files run): `_patch` comes from the case, the import hook is the same for all.
+HOOK_IMPORT = """class _Hook(importlib.abc.MetaPathFinder):  # paddle is not on sys.path yet when .pth files run
     def find_spec(self, name, path, target=None):
         if name != "paddle":
             return None
@@ -101,6 +92,26 @@ class _Hook(importlib.abc.MetaPathFinder):  # paddle is not on sys.path yet when
         return spec
 sys.meta_path.insert(0, _Hook())
 """
+
+
+def pth_hook(patch: str) -> str:
+    """The source of a module whose `_patch(paddle)` (in `patch`) runs once paddle is imported."""
+    return "import importlib.abc, importlib.util, sys, time\n" + patch + HOOK_IMPORT
+
+
+HOOK = pth_hook(
+    """def _patch(paddle):
+    original = paddle.abs
+    def abs(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = original(*args, **kwargs)
+        until = t0 + (time.perf_counter() - t0) * 3.0 + 2e-2
+        while time.perf_counter() < until:
+            pass
+        return out
+    paddle.abs = abs
+"""
+)
 
 CONFIG = """cases:
   - name: cmp_abs
@@ -120,25 +131,13 @@ CONFIG = """cases:
 """
 
 
-BROKEN_EXP = """import importlib.abc, importlib.util, sys
-def _patch(paddle):
+BROKEN_EXP = pth_hook(
+    """def _patch(paddle):
     def exp(*args, **kwargs):
         raise RuntimeError("exp is broken in this build")
     paddle.exp = exp
-class _Hook(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "paddle":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("paddle")
-        run = spec.loader.exec_module
-        def exec_module(module):
-            run(module)
-            _patch(module)
-        spec.loader.exec_module = exec_module
-        return spec
-sys.meta_path.insert(0, _Hook())
 """
+)
 
 
 def make_venv(path: Path, *, slow_abs: bool = False, hook: str | None = None) -> Path:
