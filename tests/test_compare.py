@@ -141,22 +141,37 @@ BROKEN_EXP = pth_hook(
 
 
 def make_venv(path: Path, *, slow_abs: bool = False, hook: str | None = None) -> Path:
-    """A venv sharing this interpreter's packages (paddle included); `slow_abs`: its paddle.abs
-    takes 3x as long plus 20 ms, injected by a .pth file that no config shows (`hook`: another
-    such module)."""
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
-    )
+    """A venv that sees exactly this interpreter's packages (paddle included, whether this
+    interpreter is itself a venv or not: its site directories are added by a .pth file, not taken
+    from the base installation); `slow_abs`: its paddle.abs takes 3x as long plus 20 ms, injected
+    by a .pth file that no config shows (`hook`: another such module)."""
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     python = path / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    Path(purelib, "_share_test_interpreter.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
+    )
     if slow_abs or hook:
-        site = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        Path(site, "slow_abs_hook.py").write_text(hook or HOOK)
-        Path(site, "slow_abs_hook.pth").write_text("import slow_abs_hook\n")
+        Path(purelib, "slow_abs_hook.py").write_text(hook or HOOK)
+        Path(purelib, "slow_abs_hook.pth").write_text("import slow_abs_hook\n")
+    import importlib.util
+
+    ours = importlib.util.find_spec("paddle").origin
+    theirs = subprocess.run(
+        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('paddle').origin)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert theirs == ours, f"the test venv sees another paddle ({theirs}) than this interpreter ({ours})"
     return python
 
 
@@ -216,12 +231,13 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
 
 
 def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_is_an_error(tmp_path, config):
-    """B is this interpreter's paddle with paddle.exp broken: cmp_abs runs identical code on both
-    sides (no slower/faster), cmp_exp fails on side B (error, exit 2) and cmp_abs goes on."""
+    """A and B are venvs of this interpreter's packages, B with paddle.exp broken: cmp_abs runs
+    identical code on both sides (no slower/faster), cmp_exp fails on side B (error, exit 2) and cmp_abs goes on."""
+    python_a = make_venv(tmp_path / "a")
     python_b = make_venv(tmp_path / "b", hook=BROKEN_EXP)
     out = tmp_path / "j.json"
     proc = compare(
-        "--a", sys.executable, "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
         "--no-store", "--json", str(out),
         cwd=tmp_path,
     )  # fmt: skip
