@@ -72,7 +72,7 @@ Evidence for many series at once
 newest run, for false-discovery-rate control across a suite (:mod:`benchmark.analysis.fdr`). Each
 offline :class:`ChangePoint` carries its p-value too.
 
-Everything here is a pure function of numbers; ``python -m benchmark.analysis.evaluate`` measures
+Everything here is a pure function of numbers; ``python tools/evaluate_detector.py`` measures
 it against the published anchors on synthetic series (see docs/detection.md).
 """
 

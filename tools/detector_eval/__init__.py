@@ -1,0 +1,1 @@
+"""The pieces of tools/evaluate_detector.py: scenarios, detectors, scoring, robustness."""
