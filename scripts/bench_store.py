@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmark.analysis.summary import summarize  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
-from benchmark.store.core import CASE, MACHINE, RESULT, RUN, SERIES, Store  # noqa: E402
+from benchmark.store.core import Store  # noqa: E402
 from benchmark.store.engine import parse_url, shown, sqlite_path  # noqa: E402
-from benchmark.store.models import Base  # noqa: E402
+from benchmark.store.models import CASE, MACHINE, RESULT, RUN, SERIES, Base  # noqa: E402
 
 FINGERPRINT = "bench0fingerprint"
 CHUNK = 20_000

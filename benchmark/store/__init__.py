@@ -27,7 +27,7 @@ from benchmark.paths import (
     default_db_url,
     project_root,
 )
-from benchmark.store.core import Store, series_key
+from benchmark.store.core import Store
 from benchmark.store.engine import (
     SchemaOutdated,
     StoreError,
@@ -40,6 +40,7 @@ from benchmark.store.engine import (
     sqlite_path,
 )
 from benchmark.store.migrate import SchemaState, head_revision, schema_state, upgrade
+from benchmark.store.queries import series_key
 
 __all__ = [
     "DB_URL_ENV",

@@ -35,8 +35,8 @@ import sqlalchemy as sa
 from benchmark.analysis.summary import median_ci
 from benchmark.environment import fingerprint
 from benchmark.results import bad_timings
-from benchmark.store.core import RUN, Store
-from benchmark.store.models import json_serializer, to_datetime, to_plain
+from benchmark.store.core import Store
+from benchmark.store.models import RUN, json_serializer, to_datetime, to_plain
 
 JSON_FORMAT = "benchmark-history/1"
 IMPORT_TRIGGER = "import"

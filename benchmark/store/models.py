@@ -294,3 +294,8 @@ class ResultProcess(Base):
     iterations: Mapped[int] = mapped_column(sa.Integer())
     samples: Mapped[bytes | None] = mapped_column(sa.LargeBinary())
     message: Mapped[str | None] = mapped_column(sa.Text())
+
+
+# The tables as SQLAlchemy Core handles (the store's queries are Core statements).
+MACHINE, RUN, CASE, SERIES, RESULT = (m.__table__ for m in (Machine, Run, Case, Series, Result))
+TELEMETRY, PROFILE, PROCESS = Telemetry.__table__, Profile.__table__, ResultProcess.__table__

@@ -1,0 +1,320 @@
+"""The queries behind the store's reads: series keys, a case-id pattern, a series' history, and
+the baselines of a run's series (SQLite: a correlated index lookup per series; PostgreSQL: one
+LATERAL scan aggregated server-side)."""
+
+from __future__ import annotations
+
+import collections
+import operator
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.engine import Connection
+
+from benchmark.store.models import (
+    CASE,
+    MACHINE,
+    PROCESS,
+    RESULT,
+    RUN,
+    SERIES,
+    decode_samples,
+)
+from benchmark.store.rows import STAT_COLUMNS, process_dict
+
+# Statuses of the runs baselines are taken from, unless a caller asks for others.
+BASELINE_RUN_STATUSES = ("complete",)
+WILDCARDS = frozenset("*?")
+
+SeriesKey = tuple[str, str, str, str, str]  # (case_id, config_hash, place, mode, metric)
+
+
+def series_key(result: Mapping[str, Any]) -> SeriesKey:
+    """The key `Store.baselines` uses for a result dict: (case_id, config_hash, place, mode, metric)."""
+    return (
+        result["case_id"],
+        result["config_hash"],
+        result["place"],
+        result["mode"],
+        result.get("metric") or "time",
+    )
+
+
+@dataclass
+class Baseline:
+    """The previous ok results of one series, oldest first, as parallel sequences."""
+
+    run_ids: list[int] = field(default_factory=list)
+    result_ids: list[int] = field(default_factory=list)
+    # Start of each run, epoch seconds.
+    run_times: list[float] = field(default_factory=list)
+    git_commits: list[str | None] = field(default_factory=list)
+    # Median of each result (one per run), and its raw samples.
+    medians: np.ndarray = field(default_factory=lambda: np.empty(0))
+    samples: list[np.ndarray] = field(default_factory=list)
+    unit: str | None = None
+    # Per result, the values (per-process medians) of its ok worker-process trials, in trial order;
+    # an empty array for results measured in one process (before issue 11, or --bench-processes 0).
+    process_values: list[np.ndarray] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.run_ids)
+
+    def pooled(self) -> np.ndarray:
+        """All raw samples of the baseline in one array."""
+        return np.concatenate(self.samples) if self.samples else np.empty(0)
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple]) -> Baseline:
+        """From (series_id, result_id, run_id, run_time, unit, median, samples) rows, in any order."""
+        rows = sorted(rows, key=operator.itemgetter(3, 1))
+        return cls(
+            run_ids=[r[2] for r in rows],
+            result_ids=[r[1] for r in rows],
+            run_times=[r[3] for r in rows],
+            medians=_medians(r[5] for r in rows),
+            samples=[decode_samples(r[6]) for r in rows],
+            unit=rows[-1][4] if rows else None,
+        )
+
+
+def _medians(values: Iterable[float | None]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def processes_by_result(conn: Connection, result_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The process entries of each result, in trial order (results without any are absent)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for start in range(0, len(result_ids), 10_000):
+        chunk = result_ids[start : start + 10_000]
+        query = (
+            sa.select(PROCESS)
+            .where(PROCESS.c.result_id.in_(chunk))
+            .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
+        )
+        for row in conn.execute(query).mappings():
+            out.setdefault(row["result_id"], []).append(process_dict(row))
+    return out
+
+
+def by_result(conn: Connection, table: sa.Table, result_ids: list[int]) -> dict[int, Mapping[str, Any]]:
+    out: dict[int, Mapping[str, Any]] = {}
+    for start in range(0, len(result_ids), 10_000):
+        chunk = result_ids[start : start + 10_000]
+        for row in conn.execute(sa.select(table).where(table.c.result_id.in_(chunk))).mappings():
+            out[row["result_id"]] = row
+    return out
+
+
+def matching_cases(conn: Connection, pattern: str) -> list[int]:
+    """Primary keys of the cases whose case id matches `pattern`: a glob if it has * or ? (brackets
+    are literal, since case ids carry them), else a substring."""
+    rows = conn.execute(sa.select(CASE.c.id, CASE.c.case_id)).all()
+    if WILDCARDS & set(pattern):
+        regex = re.compile("".join({"*": ".*", "?": "."}.get(ch, re.escape(ch)) for ch in pattern), re.DOTALL)
+        return [pk for pk, case_id in rows if regex.fullmatch(case_id)]
+    return [pk for pk, case_id in rows if pattern in case_id]
+
+
+def history_query(cases: list[int], place: str | None, last: int | None, with_samples: bool):
+    columns = [
+        RESULT.c.id.label("result_id"),
+        RESULT.c.run_id,
+        RUN.c.started_at,
+        CASE.c.case_id,
+        CASE.c.name,
+        CASE.c.config_hash,
+        SERIES.c.place,
+        SERIES.c.mode,
+        SERIES.c.metric,
+        SERIES.c.id.label("series_id"),
+        MACHINE.c.fingerprint.label("machine"),
+        RUN.c.git_commit,
+        RUN.c.git_branch,
+        RUN.c.extra["machine_env"].label("machine_env"),  # drivers, kernel, Python of the run
+        RESULT.c.status,
+        RESULT.c.message,
+        RESULT.c.unit,
+        RESULT.c.rounds,
+        RESULT.c.iterations,
+        *(RESULT.c[name] for name in STAT_COLUMNS),
+        RESULT.c.throughput,
+        RESULT.c.throughput_unit,
+        RESULT.c.peak_memory_bytes,
+    ]
+    if with_samples:
+        columns.append(RESULT.c.samples)
+    if last:
+        order = (RESULT.c.run_time.desc(), RESULT.c.id.desc())
+        columns.append(sa.func.row_number().over(partition_by=SERIES.c.id, order_by=order).label("rn"))
+    query = (
+        sa.select(*columns)
+        .join(SERIES, SERIES.c.id == RESULT.c.series_id)
+        .join(CASE, CASE.c.id == SERIES.c.case_pk)
+        .join(MACHINE, MACHINE.c.id == SERIES.c.machine_id)
+        .join(RUN, RUN.c.id == RESULT.c.run_id)
+        .where(SERIES.c.case_pk.in_(cases))
+    )
+    if place:
+        query = query.where(
+            sa.or_(SERIES.c.place == place, SERIES.c.place.startswith(f"{place}:", autoescape=True))
+        )
+    if last:
+        sub = query.subquery()
+        query = sa.select(sub).where(sub.c.rn <= last)
+        return query.order_by(
+            sub.c.case_id,
+            sub.c.place,
+            sub.c.mode,
+            sub.c.metric,
+            sub.c.machine,
+            sub.c.started_at,
+            sub.c.result_id,
+        )
+    return query.order_by(
+        CASE.c.case_id,
+        SERIES.c.place,
+        SERIES.c.mode,
+        SERIES.c.metric,
+        MACHINE.c.fingerprint,
+        RESULT.c.run_time,
+        RESULT.c.id,
+    )
+
+
+def targets_query(run_id: int):
+    """The series of one run, with their keys and the run's start time."""
+    return (
+        sa.select(
+            RESULT.c.series_id,
+            RESULT.c.run_time,
+            CASE.c.case_id,
+            CASE.c.config_hash,
+            SERIES.c.place,
+            SERIES.c.mode,
+            SERIES.c.metric,
+        )
+        .distinct()
+        .join(SERIES, SERIES.c.id == RESULT.c.series_id)
+        .join(CASE, CASE.c.id == SERIES.c.case_pk)
+        .where(RESULT.c.run_id == run_id)
+    )
+
+
+def _prior_results(run_id: int, run_time: float, last: int, statuses: Iterable[str] | None):
+    """(series of the run, their latest `last` ok results before `run_time` as a correlated select),
+    from runs recorded with one of `statuses` (None: any)."""
+    targets = sa.select(RESULT.c.series_id).where(RESULT.c.run_id == run_id).distinct().subquery("t")
+    prior = RESULT.alias("prior")
+    conditions = [
+        prior.c.series_id == targets.c.series_id,
+        prior.c.status == "ok",
+        prior.c.run_time < run_time,  # excludes the run itself; no column outside the index
+    ]
+    if statuses is not None:
+        # Uncorrelated: evaluated once, then a lookup per index entry.
+        conditions.append(prior.c.run_id.in_(sa.select(RUN.c.id).where(RUN.c.status.in_(list(statuses)))))
+    latest = (
+        sa.select(prior.c.id, prior.c.run_id, prior.c.run_time, prior.c.unit, prior.c.median, prior.c.samples)
+        .where(*conditions)
+        .order_by(prior.c.run_time.desc(), prior.c.id.desc())
+        .limit(last)
+    )
+    return targets, latest
+
+
+def generic_baselines(
+    conn: Connection, run_id: int, run_time: float, last: int, statuses: Iterable[str] | None
+) -> dict[int, Baseline]:
+    """SQLite has no LATERAL: a correlated `id IN (SELECT ... LIMIT n)` per series of the run, which
+    reads only the (series_id, status, run_time, id) index, then the rows themselves."""
+    targets, latest = _prior_results(run_id, run_time, last, statuses)
+    ids = latest.with_only_columns(latest.selected_columns.id).correlate(targets)
+    columns = (
+        RESULT.c.id,
+        RESULT.c.run_id,
+        RESULT.c.run_time,
+        RESULT.c.unit,
+        RESULT.c.median,
+        RESULT.c.samples,
+    )
+    query = sa.select(targets.c.series_id, *columns).select_from(targets).join(RESULT, RESULT.c.id.in_(ids))
+    rows: dict[int, list[tuple]] = collections.defaultdict(list)
+    for row in conn.execute(query).all():
+        rows[row[0]].append(row)
+    return {sid: Baseline.from_rows(points) for sid, points in rows.items()}
+
+
+def postgresql_baselines(
+    conn: Connection, run_id: int, run_time: float, last: int, statuses: Iterable[str] | None
+) -> dict[int, Baseline]:
+    """PostgreSQL: a LATERAL index scan per series, aggregated server-side into one row per series
+    (arrays, and the raw samples concatenated), which is far less to transfer and parse."""
+    targets, latest = _prior_results(run_id, run_time, last, statuses)
+    b = latest.lateral("b")
+    order = (b.c.run_time, b.c.id)
+
+    def agg(column):
+        return sa.func.array_agg(aggregate_order_by(column, *order))
+
+    query = (
+        sa.select(
+            targets.c.series_id,
+            agg(b.c.id),
+            agg(b.c.run_id),
+            agg(b.c.run_time),
+            agg(b.c.median),
+            agg(sa.func.length(b.c.samples)),
+            sa.func.string_agg(b.c.samples, aggregate_order_by(sa.literal(b"", sa.LargeBinary()), *order)),
+            sa.func.max(b.c.unit),
+        )
+        .select_from(targets)
+        .join(b, sa.true())
+        .group_by(targets.c.series_id)
+    )
+    out = {}
+    for series_id, ids, run_ids, times, medians, lengths, blob, unit in conn.execute(query):
+        flat = decode_samples(bytes(blob or b""))
+        ends = np.cumsum(np.asarray(lengths, dtype=np.int64) // 8)
+        out[series_id] = Baseline(
+            run_ids=list(run_ids),
+            result_ids=list(ids),
+            run_times=list(times),
+            medians=_medians(medians),
+            samples=np.split(flat, ends[:-1]),
+            unit=unit,
+        )
+    return out
+
+
+def fill_commits(conn: Connection, baselines: Iterable[Baseline]) -> None:
+    baselines = list(baselines)
+    run_ids = {r for b in baselines for r in b.run_ids}
+    if not run_ids:
+        return
+    commits = dict(conn.execute(sa.select(RUN.c.id, RUN.c.git_commit).where(RUN.c.id.in_(run_ids))).all())
+    for baseline in baselines:
+        baseline.git_commits = [commits.get(r) for r in baseline.run_ids]
+
+
+def fill_process_values(conn: Connection, baselines: Iterable[Baseline]) -> None:
+    baselines = list(baselines)
+    result_ids = [r for b in baselines for r in b.result_ids]
+    values: dict[int, list[float]] = {}
+    for start in range(0, len(result_ids), 10_000):
+        chunk = result_ids[start : start + 10_000]
+        query = (
+            sa.select(PROCESS.c.result_id, PROCESS.c.value)
+            .where(PROCESS.c.result_id.in_(chunk), PROCESS.c.status == "ok")
+            .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
+        )
+        for rid, value in conn.execute(query).all():
+            if value is not None:
+                values.setdefault(rid, []).append(value)
+    for baseline in baselines:
+        baseline.process_values = [np.asarray(values.get(r, []), dtype=float) for r in baseline.result_ids]

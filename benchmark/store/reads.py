@@ -1,0 +1,287 @@
+"""The store's reads: runs (with the truth about their status), results, a series' history and
+baselines. A mixin of `Store`, which supplies the engine."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from benchmark.store.engine import StoreError, error_reason, shown
+from benchmark.store.models import (
+    CASE,
+    MACHINE,
+    PROFILE,
+    RESULT,
+    RUN,
+    SERIES,
+    TELEMETRY,
+    decode_samples,
+)
+from benchmark.store.queries import (
+    BASELINE_RUN_STATUSES,
+    Baseline,
+    SeriesKey,
+    by_result,
+    fill_commits,
+    fill_process_values,
+    generic_baselines,
+    history_query,
+    matching_cases,
+    postgresql_baselines,
+    processes_by_result,
+    targets_query,
+)
+from benchmark.store.rows import case_result_dict, utcnow
+
+# A `running` run without a lease of its own (recorded before revision 0003) is stale after this.
+DEFAULT_STALE_AFTER_S = 3600.0
+# A run whose heartbeat is older than LEASE_FACTOR periods (its `heartbeat_s`) is dead.
+LEASE_FACTOR = 4.0
+
+
+class StoreReads:
+    """The read methods of `Store`."""
+
+    engine: Engine
+    url: URL
+    stale_after_s: float
+
+    @property
+    def display_url(self) -> str:
+        """The URL, password hidden."""
+        return shown(self.url)
+
+    @contextmanager
+    def _read(self):
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except DBAPIError as exc:
+            raise StoreError(f"{self.display_url}: read failed: {error_reason(exc, self.url)}") from None
+
+    def latest_run_id(self, run_group: str | None = None) -> int | None:
+        """The most recently started run (of `run_group`, if given), or None."""
+        query = sa.select(RUN.c.id).order_by(RUN.c.started_at.desc(), RUN.c.id.desc()).limit(1)
+        if run_group is not None:
+            query = query.where(RUN.c.run_group == run_group)
+        with self._read() as conn:
+            return conn.execute(query).scalar()
+
+    def group_runs(self, run_group: str) -> list[int]:
+        """The ids of the runs of one group (e.g. the shards of one nightly), oldest first."""
+        query = sa.select(RUN.c.id).where(RUN.c.run_group == run_group).order_by(RUN.c.started_at, RUN.c.id)
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        """Everything recorded about one run, with its machine's description under `machine_info`."""
+        query = (
+            sa.select(RUN, MACHINE.c.fingerprint.label("machine"), MACHINE.c.info.label("machine_info"))
+            .join(MACHINE, MACHINE.c.id == RUN.c.machine_id)
+            .where(RUN.c.id == run_id)
+        )
+        with self._read() as conn:
+            row = conn.execute(query).mappings().first()
+            if row is None:
+                return None
+            counts = self._result_counts(conn, [run_id])
+        out = dict(row)
+        self._add_truth(out, *counts.get(run_id, (set(), {})), utcnow())
+        return out
+
+    def runs(self, limit: int | None = 20) -> list[dict[str, Any]]:
+        """The latest runs, newest first: id, times, commit, machine, places, result counts, status."""
+        query = (
+            sa.select(
+                RUN.c.id,
+                RUN.c.started_at,
+                RUN.c.finished_at,
+                RUN.c.heartbeat_at,
+                RUN.c.status,
+                RUN.c.git_commit,
+                RUN.c.git_branch,
+                RUN.c.git_dirty,
+                RUN.c.paddle_version,
+                RUN.c.trigger,
+                RUN.c.tags,
+                RUN.c.hostname,
+                RUN.c.pid,
+                RUN.c.expected_results,
+                RUN.c.run_group,
+                RUN.c.heartbeat_s,
+                RUN.c.note,
+                MACHINE.c.fingerprint.label("machine"),
+            )
+            .join(MACHINE, MACHINE.c.id == RUN.c.machine_id)
+            .order_by(RUN.c.started_at.desc(), RUN.c.id.desc())
+            .limit(limit)
+        )
+        with self._read() as conn:
+            rows = [dict(r) for r in conn.execute(query).mappings()]
+            counts = self._result_counts(conn, [r["id"] for r in rows])
+        now = utcnow()
+        for row in rows:
+            self._add_truth(row, *counts.get(row["id"], (set(), {})), now)
+        return rows
+
+    def _add_truth(self, row: dict[str, Any], places: set, by_status: dict, now: dt.datetime) -> None:
+        """Places, result counts, `missing` (expected but not stored, None when not known) and the
+        effective status, the recorded one kept as `recorded_status`."""
+        row["places"] = sorted(places)
+        row["results"] = sum(by_status.values())
+        row["results_by_status"] = by_status
+        expected = row.get("expected_results")
+        row["missing"] = None if expected is None else max(expected - row["results"], 0)
+        row["recorded_status"] = row["status"]
+        row["status"] = self._effective_status(row, now)
+
+    def _result_counts(self, conn: Connection, run_ids: list[int]) -> dict[int, tuple[set, dict]]:
+        if not run_ids:
+            return {}
+        query = (
+            sa.select(RESULT.c.run_id, SERIES.c.place, RESULT.c.status, sa.func.count().label("n"))
+            .join(SERIES, SERIES.c.id == RESULT.c.series_id)
+            .where(RESULT.c.run_id.in_(run_ids))
+            .group_by(RESULT.c.run_id, SERIES.c.place, RESULT.c.status)
+        )
+        out: dict[int, tuple[set, dict]] = {}
+        for run_id, place, status, n in conn.execute(query):
+            places, by_status = out.setdefault(run_id, (set(), {}))
+            places.add(place)
+            by_status[status] = by_status.get(status, 0) + n
+        return out
+
+    def _effective_status(self, run: Mapping[str, Any], now: dt.datetime) -> str:
+        status = run["status"]
+        if status == "complete" and run.get("missing"):
+            return "incomplete"  # recorded by an older harness that did not check
+        if status != "running":
+            return status
+        if run.get("hostname") == socket.gethostname() and run.get("pid"):
+            return "running" if _pid_alive(run["pid"], run["started_at"]) else "interrupted"
+        beat = run.get("heartbeat_at")
+        period = run.get("heartbeat_s")
+        lease = period * LEASE_FACTOR if period else self.stale_after_s
+        if beat is None or (now - beat).total_seconds() > lease:
+            return "interrupted"
+        return "running"
+
+    def missing_cases(self, run: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """(case id, place, mode) of the cases `run` (a `run()` dict) set out to store and did not."""
+        expected = (run.get("extra") or {}).get("expected_cases") or []
+        query = (
+            sa.select(CASE.c.case_id, SERIES.c.place, SERIES.c.mode)
+            .join(SERIES, SERIES.c.case_pk == CASE.c.id)
+            .join(RESULT, RESULT.c.series_id == SERIES.c.id)
+            .where(RESULT.c.run_id == run["id"])
+        )
+        with self._read() as conn:
+            stored = {tuple(r) for r in conn.execute(query)}
+        return [tuple(key) for key in expected if tuple(key) not in stored]
+
+    def results(self, run_id: int) -> list[dict[str, Any]]:
+        """The results of one run as `CaseResult.to_dict()`-shaped dicts (+ result_id, run_id)."""
+        query = (
+            sa.select(
+                RESULT,
+                CASE.c.case_id,
+                CASE.c.name,
+                CASE.c.kind,
+                CASE.c.config,
+                CASE.c.config_hash,
+                SERIES.c.place,
+                SERIES.c.mode,
+                SERIES.c.metric,
+            )
+            .join(SERIES, SERIES.c.id == RESULT.c.series_id)
+            .join(CASE, CASE.c.id == SERIES.c.case_pk)
+            .where(RESULT.c.run_id == run_id)
+            .order_by(RESULT.c.id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).mappings().all()
+            ids = [r["id"] for r in rows]
+            telemetry = by_result(conn, TELEMETRY, ids)
+            profiles = by_result(conn, PROFILE, ids)
+            processes = processes_by_result(conn, ids)
+        out = []
+        for row in rows:
+            result = case_result_dict(row, telemetry.get(row["id"]), profiles.get(row["id"]))
+            result["processes"] = processes.get(row["id"], [])
+            out.append(result)
+        return out
+
+    def history(
+        self,
+        pattern: str,
+        place: str | None = None,
+        last: int | None = None,
+        *,
+        with_samples: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Results of every series whose case id matches `pattern`, oldest first per series.
+
+        `pattern` is a glob (if it has * or ?; brackets are literal) or else a substring of the case id. `place` matches a
+        place exactly, or every device of a kind ("gpu" matches "gpu:0"). `last` keeps the latest N
+        results per series. Rows carry run time, commit, machine fingerprint and summary statistics;
+        raw samples (float64 arrays) and the per-process entries (`processes`) only `with_samples`.
+        """
+        with self._read() as conn:
+            cases = matching_cases(conn, pattern)
+            if not cases:
+                return []
+            query = history_query(cases, place, last, with_samples)
+            rows = [dict(r) for r in conn.execute(query).mappings()]
+            processes = processes_by_result(conn, [r["result_id"] for r in rows]) if with_samples else {}
+        for row in rows:
+            row.pop("rn", None)
+            if with_samples:
+                row["samples"] = decode_samples(row["samples"])
+                row["processes"] = processes.get(row["result_id"], [])
+        return rows
+
+    def baselines(
+        self, run_id: int, last: int = 100, *, statuses: Iterable[str] | None = BASELINE_RUN_STATUSES
+    ) -> dict[SeriesKey, Baseline]:
+        """For every series in run `run_id`: its previous `last` ok results, oldest first.
+
+        Only results of the same case id, config hash, place and mode on the same machine fingerprint,
+        from runs that started before this one and are recorded with one of `statuses` (default:
+        complete runs only; None: any run). Keys are `series_key(result)`; a series without
+        history maps to an empty Baseline. Three queries in all (the run's series, their baselines,
+        the commits of those runs), whatever the number of series.
+        """
+        with self._read() as conn:
+            targets = conn.execute(targets_query(run_id)).all()
+            if not targets:
+                return {}
+            fetch = postgresql_baselines if conn.dialect.name == "postgresql" else generic_baselines
+            found = fetch(conn, run_id, targets[0].run_time, last, statuses)
+            fill_commits(conn, found.values())
+            fill_process_values(conn, found.values())
+        return {
+            (t.case_id, t.config_hash, t.place, t.mode, t.metric): found.get(t.series_id, Baseline())
+            for t in targets
+        }
+
+
+def _pid_alive(pid: int, started_at: dt.datetime | None) -> bool:
+    """Whether the process that started the run still exists (and is not a newer process, same pid)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return not (started_at is not None and proc.create_time() > started_at.timestamp() + 1.0)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
