@@ -150,7 +150,8 @@ def test_a_process_entry_with_bad_samples_is_refused(store, machine):
 
 
 def test_exported_processes_import_back(store, machine, tmp_path):
-    from benchmark.store.io import export_run, import_pytest_benchmark
+    from benchmark.store.export import export_run
+    from benchmark.store.pytest_import import import_pytest_benchmark
 
     original = with_processes(full_result())
     run_id = new_run(store, machine)

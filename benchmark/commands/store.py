@@ -169,7 +169,7 @@ def _register_export(subparsers) -> None:
 
 @command("export")
 def cmd_export(args: argparse.Namespace) -> int:
-    from benchmark.store.io import export_runs
+    from benchmark.store.export import export_runs
 
     if args.pytest_benchmark and args.format != "json":
         raise CommandError("--pytest-benchmark needs --format json")
@@ -211,7 +211,7 @@ def _register_import(subparsers) -> None:
 
 @command("import")
 def cmd_import(args: argparse.Namespace) -> int:
-    from benchmark.store.io import ImportProblems, import_pytest_benchmark
+    from benchmark.store.pytest_import import ImportProblems, import_pytest_benchmark
 
     status = 0
     with open_writable(args.db) as store:
