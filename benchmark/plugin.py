@@ -616,7 +616,8 @@ class BenchSession:
 
     def check_telemetry(self, config: pytest.Config) -> None:
         """Say once, in one line, when CUDA cases will run without GPU telemetry."""
-        from benchmark import runners, telemetry
+        from benchmark import runners
+        from benchmark.telemetry.devices import warn_once
 
         gpu_places = {c.place for c in self.cases if c.place.startswith("gpu")}
         if not gpu_places or not runners.framework_available(self.framework)[0]:
@@ -626,7 +627,7 @@ class BenchSession:
 
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         emit = reporter.write_line if reporter is not None else None
-        telemetry.warn_once(emit=emit)
+        warn_once(emit=emit)
         # What this framework build cannot measure on the device (Paddle 2.6: event timing, peak memory).
         for note in (self.run_info.get("framework") or {}).get("gpu_notes") or []:
             (emit or print)(note)
@@ -1031,14 +1032,16 @@ def start_telemetry(place: str, interval: float):
     """
     if not place.startswith("gpu"):
         return None
-    from benchmark import telemetry
+    from benchmark.telemetry.devices import nvml_device_index
+    from benchmark.telemetry.nvml import nvml_status
+    from benchmark.telemetry.sampler import NvmlSampler
 
-    if not telemetry.nvml_status()[0]:
+    if not nvml_status()[0]:
         return None
-    index = telemetry.nvml_device_index(int(place.split(":")[1]) if ":" in place else 0)
+    index = nvml_device_index(int(place.split(":")[1]) if ":" in place else 0)
     if index is None:
         return None
-    return telemetry.NvmlSampler(device_index=index, interval=interval).start()
+    return NvmlSampler(device_index=index, interval=interval).start()
 
 
 def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:

@@ -6,7 +6,7 @@ prints one ``PASS``, ``FAIL`` or ``SKIP`` line per check, then a summary line:
   env          torch, CUDA, the device, NVML status
   nvml         the NVML sampler (real pynvml) around 3 s of GPU work: utilization, power, energy and
                SM clock read (on a MIG slice: power, energy and utilization must NOT be recorded)
-  mapping      CUDA device 0 -> NVML device (telemetry.resolve_device) matches torch's device UUID;
+  mapping      CUDA device 0 -> NVML device (benchmark.telemetry.devices.resolve_device) matches torch's device UUID;
                a child process with CUDA_VISIBLE_DEVICES=<that UUID> maps to the same device; every
                MIG slice on the machine maps to a MIG target that leaves board power unattributed
   kernel:OP    abs [1000,1000] and elementwise_mul [50,128,1000]x[1,128,1000] (torch runner): CUDA
@@ -40,7 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout, installed or not
 
-from benchmark import telemetry  # noqa: E402
+from benchmark.telemetry import devices, nvml  # noqa: E402
+from benchmark.telemetry.sampler import NvmlSampler  # noqa: E402
 
 OPS = {
     "abs": {"op": "paddle.abs", "inputs": {"x": {"shape": [1000, 1000]}}},
@@ -90,7 +91,7 @@ def require_torch():
 
 def env_check(torch) -> tuple[str, str]:
     props = torch.cuda.get_device_properties(0)
-    ok, reason = telemetry.nvml_status()
+    ok, reason = nvml.nvml_status()
     detail = (
         f"torch {torch.__version__}, CUDA {torch.version.cuda}, gpu:0 = {props.name} "
         f"({props.total_memory / 2**30:.0f} GiB, sm_{props.major}{props.minor}), NVML: {reason}, "
@@ -103,13 +104,13 @@ def env_check(torch) -> tuple[str, str]:
 
 
 def nvml_check(torch) -> tuple[str, str]:
-    device = telemetry.nvml_device_index(0)
+    device = devices.nvml_device_index(0)
     if device is None:
         return "FAIL", "CUDA device 0 is not in CUDA_VISIBLE_DEVICES"
     lines: list[str] = []
     dev = torch.device("cuda", 0)
     a = torch.randn(4096, 4096, device=dev)
-    with telemetry.NvmlSampler(device_index=device, interval=0.1, emit=lines.append) as sampler:
+    with NvmlSampler(device_index=device, interval=0.1, emit=lines.append) as sampler:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 3.0:
             for _ in range(10):
@@ -144,19 +145,19 @@ def nvml_check(torch) -> tuple[str, str]:
 CHILD = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from benchmark import telemetry
+from benchmark.telemetry import devices
 import torch
-t = telemetry.resolve_device(telemetry.nvml_device_index(0))
+t = devices.resolve_device(devices.nvml_device_index(0))
 print(json.dumps({"label": t.label, "uuid": t.uuid, "mig": t.mig, "cuda_devices": torch.cuda.device_count(),
                   "name": torch.cuda.get_device_name(0)}))
 """
 
 
 def mapping_check(torch) -> tuple[str, str]:
-    ok, _ = telemetry.nvml_status()
+    ok, _ = nvml.nvml_status()
     if not ok:
         return "FAIL", "NVML unavailable"
-    target = telemetry.resolve_device(telemetry.nvml_device_index(0))
+    target = devices.resolve_device(devices.nvml_device_index(0))
     props = torch.cuda.get_device_properties(0)
     torch_uuid = str(getattr(props, "uuid", "") or "")
     same = not torch_uuid or (target.uuid or "").lower().endswith(torch_uuid.lower())
@@ -171,15 +172,15 @@ def mapping_check(torch) -> tuple[str, str]:
     same_child = got["label"] == target.label and got["cuda_devices"] == 1
     parts.append(f"CUDA_VISIBLE_DEVICES={target.uuid} -> {got['label']} ({got['cuda_devices']} CUDA device)")
     mig_ok = True
-    nv = telemetry._resolve(None)
+    nv = nvml.load_nvml(None)
     migs = [
-        telemetry._uuid(nv, m)
-        for _, board in telemetry._boards(nv)
-        for m in telemetry._mig_devices(nv, board)
+        devices._uuid(nv, m)
+        for _, board in devices._boards(nv)
+        for m in devices._mig_devices(nv, board)
     ]
     if migs:
         for uuid in migs:
-            t = telemetry.resolve_device(uuid)
+            t = devices.resolve_device(uuid)
             mig_ok &= t.mig and "power" in t.not_attributed
         parts.append(f"{len(migs)} MIG slice(s) mapped, board power unattributed: {mig_ok}")
     else:
@@ -291,7 +292,7 @@ def suite_and_gate(place: str) -> None:
                 problems.append(f"{r['case_id']}: no device samples")
             elif gpu and not r.get("peak_memory_bytes"):
                 problems.append(f"{r['case_id']}: no peak memory")
-            elif gpu and telemetry.nvml_status()[0] and not (r.get("telemetry") or {}).get("summary"):
+            elif gpu and nvml.nvml_status()[0] and not (r.get("telemetry") or {}).get("summary"):
                 problems.append(f"{r['case_id']}: no telemetry")
         shown = ", ".join(
             f"{r['case_id']} host {r['stats'].get('median', 0) * 1e6:.1f} us"

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmark.telemetry import NvmlSampler  # noqa: E402
+from benchmark.telemetry.sampler import NvmlSampler  # noqa: E402
 from tests.fakes.fake_pynvml import FakeNvml  # noqa: E402
 
 

@@ -8,17 +8,11 @@ import time
 
 import pytest
 
-from benchmark import telemetry
 from benchmark.results import CaseResult
-from benchmark.telemetry import (
-    MIN_INTERVAL_S,
-    UNAVAILABLE_PREFIX,
-    NvmlSampler,
-    decode_throttle_reasons,
-    nvml_status,
-    summarize_timeline,
-    warn_once,
-)
+from benchmark.telemetry.devices import DeviceNotFound, nvml_device_index, resolve_device, warn_once
+from benchmark.telemetry.nvml import UNAVAILABLE_PREFIX, nvml_status, reset_status
+from benchmark.telemetry.sampler import MIN_INTERVAL_S, NvmlSampler
+from benchmark.telemetry.summary import decode_throttle_reasons, summarize_timeline
 
 try:
     from tests.fakes import fake_pynvml as fake
@@ -30,9 +24,9 @@ FAST = 0.01  # the interval floor: short tests, many samples
 
 @pytest.fixture(autouse=True)
 def _fresh_status():
-    telemetry.reset_status()
+    reset_status()
     yield
-    telemetry.reset_status()
+    reset_status()
 
 
 def sample_for(nvml, seconds=0.08, interval=FAST, **kwargs) -> NvmlSampler:
@@ -402,12 +396,12 @@ def test_timeline_is_stored_and_read_back_from_the_history(tmp_path):
 
 def test_visible_devices_map_to_indices_or_identifiers():
     env = {"CUDA_VISIBLE_DEVICES": f"{fake.board_uuid(1)},0,MIG-abc"}
-    assert telemetry.nvml_device_index(0, env) == fake.board_uuid(1)
-    assert telemetry.nvml_device_index(1, env) == 0
-    assert telemetry.nvml_device_index(2, env) == "MIG-abc"
-    assert telemetry.nvml_device_index(3, env) is None
-    assert telemetry.nvml_device_index(1, {"CUDA_VISIBLE_DEVICES": "2,bogus,0"}) is None  # CUDA stops there
-    assert telemetry.nvml_device_index(1, {}) == 1
+    assert nvml_device_index(0, env) == fake.board_uuid(1)
+    assert nvml_device_index(1, env) == 0
+    assert nvml_device_index(2, env) == "MIG-abc"
+    assert nvml_device_index(3, env) is None
+    assert nvml_device_index(1, {"CUDA_VISIBLE_DEVICES": "2,bogus,0"}) is None  # CUDA stops there
+    assert nvml_device_index(1, {}) == 1
 
 
 def test_fake_mapping_functions_have_the_real_pynvml_signatures():
@@ -436,11 +430,11 @@ def test_a_gpu_uuid_samples_that_gpu():
 def test_a_unique_uuid_prefix_is_accepted_and_an_ambiguous_one_is_not():
     nvml = fake.FakeNvml(device_count=2, uuids=["GPU-aaaa1111", "GPU-bbbb2222"])
     nvml.nvmlInit()
-    assert telemetry.resolve_device("GPU-bbbb", nvml).label == "GPU 1"
+    assert resolve_device("GPU-bbbb", nvml).label == "GPU 1"
     nvml2 = fake.FakeNvml(device_count=2, uuids=["GPU-aaaa1111", "GPU-aaaa2222"])
     nvml2.nvmlInit()
-    with pytest.raises(telemetry.DeviceNotFound, match="unique prefix"):
-        telemetry.resolve_device("GPU-aaaa", nvml2)
+    with pytest.raises(DeviceNotFound, match="unique prefix"):
+        resolve_device("GPU-aaaa", nvml2)
 
 
 @pytest.mark.parametrize("lookup", [True, False], ids=["driver-looks-up-mig", "enumerated"])
@@ -469,16 +463,16 @@ def test_a_mig_slice_never_gets_the_boards_power(lookup):
 def test_a_legacy_mig_id_names_the_slice_by_gpu_and_compute_instance():
     nvml = fake.FakeNvml(mig={0: [(1, 0), (2, 0)]}, mig_uuid_lookup=False)
     nvml.nvmlInit()
-    target = telemetry.resolve_device(f"MIG-{fake.board_uuid(0)}/2/0", nvml)
+    target = resolve_device(f"MIG-{fake.board_uuid(0)}/2/0", nvml)
     assert target.mig and target.label == "MIG 2/0 on GPU 0"
-    with pytest.raises(telemetry.DeviceNotFound, match="no such MIG instance"):
-        telemetry.resolve_device(f"MIG-{fake.board_uuid(0)}/5/0", nvml)
+    with pytest.raises(DeviceNotFound, match="no such MIG instance"):
+        resolve_device(f"MIG-{fake.board_uuid(0)}/5/0", nvml)
 
 
 def test_a_mig_board_named_by_index():
     one = fake.FakeNvml(mig={0: [(3, 0)]})
     one.nvmlInit()
-    target = telemetry.resolve_device(0, one)
+    target = resolve_device(0, one)
     assert target.mig and target.label == "MIG 3/0 on GPU 0"  # its only slice
     two = fake.FakeNvml(mig={0: [(1, 0), (2, 0)]})
     lines: list[str] = []
@@ -510,10 +504,10 @@ def test_session_start_says_once_when_device_0_cannot_be_attributed(monkeypatch)
     lines: list[str] = []
     assert warn_once(nvml, emit=lines.append) is True
     assert len(lines) == 1 and lines[0].startswith("GPU telemetry on MIG 1/0 on GPU 0")
-    sample_for(nvml, device_index=telemetry.nvml_device_index(0), emit=lines.append)
+    sample_for(nvml, device_index=nvml_device_index(0), emit=lines.append)
     assert len(lines) == 1  # the sampler does not repeat it
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    telemetry.reset_status()
+    reset_status()
     lines.clear()
     assert warn_once(fake.FakeNvml(), emit=lines.append) is True
     assert lines == [
