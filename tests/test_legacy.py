@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark import allowlist, cli, legacy, legacy_ops, runners
+from benchmark import allowlist, cli, legacy, runners
 from benchmark.config import load_paths, tensor_bytes
-from benchmark.legacy import NotConvertible, convert, convert_config, parse_shape, parse_value
+from benchmark.legacy import convert, convert_config
+from benchmark.legacy import ops as legacy_ops
+from benchmark.legacy.cases import ADJUST
+from benchmark.legacy.values import NotConvertible, parse_shape, parse_value
 from benchmark.runners.paddle_ops import resolve_op
 from benchmark.runners.reference import NUMPY_ATTRS, check_accuracy
 
@@ -345,13 +348,13 @@ def test_alias_table_is_data_the_allowlist_and_references_agree_with():
         for ref in (entry.get("references") or {}).values():
             assert allowlist.check("reference", ref) is None, (op, ref)
         if entry.get("adjust"):
-            assert entry["adjust"] in legacy._ADJUST, op
+            assert entry["adjust"] in ADJUST, op
         # ranges and extra inputs name today's parameters (they apply after the renames)
         assert not set(entry.get("ranges") or {}) & set(entry.get("rename") or {}), op
 
 
 def test_the_converter_does_not_import_paddle():
-    code = "import sys, benchmark.legacy, benchmark.legacy_ops; assert 'paddle' not in sys.modules"
+    code = "import sys, benchmark.legacy, benchmark.legacy.ops; assert 'paddle' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -2,7 +2,7 @@
 
 One YAML file per input file (``<out>/<input stem>.yaml``), then the written files are validated
 exactly as `benchmark validate` would. Ops resolve through the operator allowlist
-(`benchmark.runners.paddle_ops.resolve_op`) and the alias table `benchmark.legacy_ops`. Prints one
+(`benchmark.runners.paddle_ops.resolve_op`) and the alias table `benchmark.legacy.ops`. Prints one
 line per converted config and, for each config that could not be converted, why (with its reason
 category), then a table counting configs per outcome.
 Exit status: 0 when every written file is valid, 1 when nothing could be converted, 2 when an input
@@ -122,7 +122,7 @@ def register(sub) -> None:
         help="convert PaddlePaddle benchmark API configs (JSON) into YAML cases",
         description="Convert legacy PaddlePaddle benchmark API configs (api/tests_v2/configs/*.json) into "
         "YAML case files, one per input, and validate them. Ops resolve through the operator allowlist "
-        "and the alias table benchmark/legacy_ops.py. Prints what could not be converted and why, then "
+        "and the alias table benchmark/legacy/ops.py. Prints what could not be converted and why, then "
         "a table of configs per reason.",
     )
     p.add_argument("files", nargs="+", metavar="FILE.json", help="legacy config files")

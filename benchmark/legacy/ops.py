@@ -33,7 +33,7 @@ legacy parameter names taken as the function's own. An entry may say:
     paddle function -> numpy reference (only where the reference takes the same inputs in order
     and attributes limited to `REFERENCE_ATTRS`).
 ``adjust``
-    a named shape rule in `benchmark.legacy` (``elementwise``, ``matmul``, ``pool2d``, ``expand``).
+    a named shape rule in `benchmark.legacy.cases` (``elementwise``, ``matmul``, ``pool2d``, ``expand``).
 ``places``
     where the op has kernels, when not everywhere (default: cpu and gpu).
 ``skip``

@@ -1,242 +1,26 @@
-"""Convert PaddlePaddle benchmark API configs (``api/tests_v2/configs/*.json``) into YAML cases.
-
-Pure: parsed JSON in, config dicts (and YAML text) out; `benchmark import-legacy` does the file I/O
-and hands in the resolver (`benchmark.runners.paddle_ops.resolve_op`: only names on the operator
-allowlist resolve). Without a resolver only ops named in the alias table convert, unchecked.
-
-A legacy file is a JSON list of ``{"op", "param_info": {name: {"type", "dtype", "shape" | "value"}},
-"atol"?, "repeat"?, "config_id"?}``. Conversion rules:
-
-* the op becomes a paddle function through the reviewed alias table `benchmark.legacy_ops.OPS`
-  (renamed ops and parameters, families of APIs, ops with no function to time), else generically:
-  the first of ``paddle.nn.functional.<op>``, ``paddle.<op>``, ``paddle.linalg.<op>``,
-  ``paddle.vision.ops.<op>`` that the allowlist admits;
-* shapes are strings such as ``"[-1L, 128L, 8L]"`` (``L``: a Python 2 long); a ``-1`` in the first
-  dimension is the batch dimension and becomes ``batch_size``; a ``-1`` anywhere else becomes
-  ``unknown_dim`` (16, as the legacy harness's ``init_from_json`` did), with a note;
-* ``type: Variable`` parameters are inputs; any other type is an attribute whose ``value`` string is
-  parsed by its type (``int``/``int32``/``int64``/``long``, ``float``/``float32``/``float64``,
-  ``bool`` as ``True``/``False``, ``string`` with ``None`` meaning "not set", ``list``/``tuple`` of
-  numbers); an attribute that is ``None`` is left to the function's default; inputs and attributes
-  are bound against the function's signature (`inspect.signature(fn).bind`), so a parameter the
-  function does not take is reported, never passed;
-* ``atol`` becomes the case's ``tolerance: {atol: ...}`` (the dtype's default rtol stays); a numpy
-  ``reference`` is set where the table names one and the case's attributes are all ones the
-  reference takes; ``repeat`` (a suggested iteration count) is kept in the ``description``: this
-  harness calibrates its own rounds;
-* ``float16`` cases get ``places: [gpu]`` only, with a note (the legacy harness disabled float16 on CPU);
-* ``lstm`` becomes a ``model: lstm`` case when its arguments map onto the registered builder.
-
-Every config that is not converted is reported with a reason category (`legacy_ops.REASONS`).
-Cases are named ``<op>_legacy_<n>`` (``<op>_<api>_legacy_<n>`` for a family; ``n``: the config's
-``config_id`` when they are unique in the file, else its index), tagged ``imported``.
-"""
+"""The cases of one legacy config: the op resolved through the alias table (`benchmark.legacy.ops`)
+or generically, shape rules of particular ops (the table's ``adjust``), attributes bound against
+the function's signature, a numpy reference where one applies, and the ``lstm`` model case."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-import yaml
+from benchmark.legacy import ops as T
+from benchmark.legacy.values import (
+    NotConvertible,
+    split_params,
+)
 
-from benchmark import legacy_ops as T
-
-_SHAPE = re.compile(r"^\[\s*(-?\d+L?\s*(,\s*-?\d+L?\s*)*)?,?\s*\]$")
-_LONG = re.compile(r"(\d)[lL]\b")
 _REF = re.compile(
     r"^(?:attr:(?P<attr>[A-Za-z_]\w*)|(?P<input>[A-Za-z_]\w*)\.(?P<dim>-?\d+|min|[A-Za-z_]\w*))"
     r"(?P<offset>[+-]\d+)?$"
 )
-DEFAULT_BATCH_SIZE = 16
-DEFAULT_UNKNOWN_DIM = 16  # the legacy harness's init_from_json(unknown_dim=16)
-DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
 GENERIC_NAMESPACES = ("paddle.nn.functional", "paddle", "paddle.linalg", "paddle.vision.ops")
 Resolver = Callable[[str], Any]  # dotted name -> function, or raises ValueError saying why
-
-
-class NotConvertible(ValueError):
-    """A legacy config that cannot be expressed as a case; the message says why, `reason` its category."""
-
-    def __init__(self, message: str, reason: str = T.VALUE):
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass
-class Report:
-    """What happened to one legacy config: ``converted`` (with notes), or ``skipped`` with the reason."""
-
-    source: str
-    index: int
-    op: str
-    status: str  # "converted" | "skipped"
-    message: str
-    cases: list[str] = field(default_factory=list)
-    reason: str | None = None  # the category of a skipped config
-
-    def __str__(self) -> str:
-        head = f"{self.source} #{self.index} ({self.op})"
-        if self.status == "skipped":
-            return f"{head}: not converted ({self.reason}): {self.message}"
-        return f"{head}: {', '.join(self.cases)}" + (f" ({self.message})" if self.message else "")
-
-
-@dataclass
-class Conversion:
-    """The cases converted from one legacy file and a report per config."""
-
-    source: str
-    cases: list[dict[str, Any]] = field(default_factory=list)
-    reports: list[Report] = field(default_factory=list)
-
-    @property
-    def skipped(self) -> list[Report]:
-        return [r for r in self.reports if r.status == "skipped"]
-
-
-def reason_counts(reports: Iterable[Report]) -> Counter[str]:
-    """Configs per outcome: ``converted`` and one key per reason category."""
-    return Counter("converted" if r.status == "converted" else (r.reason or T.VALUE) for r in reports)
-
-
-def format_reason_table(counts: Counter[str]) -> str:
-    """The closing table of `benchmark import-legacy`: configs per outcome, most frequent first."""
-    total = sum(counts.values())
-    width = max([len("outcome"), *map(len, counts)])
-    lines = [f"{'outcome':<{width}}  configs  share"]
-    for key, n in sorted(counts.items(), key=lambda kv: (kv[0] != "converted", -kv[1], kv[0])):
-        lines.append(f"{key:<{width}}  {n:>7}  {100 * n / total:4.1f}%")
-    lines.append(f"{'total':<{width}}  {total:>7}")
-    return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------
-# Parsing
-# ------------------------------------------------------------------------------------------
-
-
-def parse_shape(
-    text: Any, batch_size: int = DEFAULT_BATCH_SIZE, unknown_dim: int = DEFAULT_UNKNOWN_DIM
-) -> list[int]:
-    """``"[-1L, 128L, -1L]"`` -> ``[batch_size, 128, unknown_dim]``; NotConvertible for bad text."""
-    if isinstance(text, list):
-        dims = text
-    else:
-        if isinstance(text, str) and text.strip().startswith("[") and not text.strip().endswith("]"):
-            text = text.strip() + "]"  # one corpus shape lacks its "]"; the legacy parser ignored brackets
-        if not isinstance(text, str) or not _SHAPE.match(text.strip()):
-            raise NotConvertible(f"shape {text!r} is not a list of integers such as '[-1L, 128L]'", T.SHAPE)
-        inner = text.strip()[1:-1]
-        dims = [int(d.strip().rstrip("L")) for d in inner.split(",") if d.strip()]
-    out = []
-    for i, d in enumerate(dims):
-        if not isinstance(d, int) or isinstance(d, bool):
-            raise NotConvertible(f"shape {text!r}: dimension {d!r} is not an integer", T.SHAPE)
-        if d == -1:
-            d = batch_size if i == 0 else unknown_dim
-        elif d <= 0:
-            raise NotConvertible(f"shape {text!r}: dimension {i} is {d}", T.SHAPE)
-        out.append(d)
-    return out
-
-
-def _parse_bool(value: str) -> bool:
-    if value in ("True", "true"):
-        return True
-    if value in ("False", "false"):
-        return False
-    raise NotConvertible(f"bool value {value!r}: expected True or False")
-
-
-def _parse_sequence(value: str) -> list[Any]:
-    try:
-        parsed = ast.literal_eval(_LONG.sub(r"\1", value))  # literals only: never evaluates code
-    except (ValueError, SyntaxError) as e:
-        raise NotConvertible(f"list value {value!r} is not a literal list ({e})") from None
-    if not isinstance(parsed, (list, tuple)) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in parsed
-    ):
-        raise NotConvertible(f"list value {value!r}: expected a list of numbers")
-    return list(parsed)
-
-
-_INT_TYPES = ("int", "int32", "int64", "long")
-_FLOAT_TYPES = ("float", "float32", "float64")
-
-
-def parse_value(type_: str, value: Any) -> Any:
-    """A typed legacy attribute (value given as a string) -> a plain YAML value."""
-    if not isinstance(value, str):
-        value = str(value)
-    value = value.strip()
-    if value == "None" and type_ != "string":
-        return None
-    try:
-        if type_ in _INT_TYPES:
-            return int(_LONG.sub(r"\1", value))
-        if type_ in _FLOAT_TYPES:
-            return float(value)
-    except ValueError:
-        raise NotConvertible(f"{type_} value {value!r} does not parse") from None
-    if type_ == "bool":
-        return _parse_bool(value)
-    if type_ in ("string", "str"):
-        return None if value == "None" else value
-    if type_ in ("list", "tuple"):
-        return _parse_sequence(value)
-    raise NotConvertible(
-        f"attribute type {type_!r} is not supported (int, float, bool, string, list, tuple)", T.VALUE
-    )
-
-
-def _input_spec(name: str, spec: dict[str, Any], batch_size: int, unknown_dim: int, notes: list[str]):
-    dtype = spec.get("dtype")
-    if dtype in T.DTYPE_ALIASES:
-        notes.append(f"input {name}: legacy dtype {dtype!r} read as {T.DTYPE_ALIASES[dtype]}")
-        dtype = T.DTYPE_ALIASES[dtype]
-    if dtype not in DTYPES:
-        raise NotConvertible(f"input {name!r}: dtype {dtype!r} is not supported", T.DTYPE)
-    shape = parse_shape(spec.get("shape"), batch_size, unknown_dim)
-    raw = str(spec.get("shape"))
-    if raw.count("-1") > (1 if raw.replace(" ", "").startswith("[-1") else 0):
-        notes.append(f"input {name}: -1 outside the batch dimension filled with {unknown_dim}")
-    return {"shape": shape, "dtype": dtype}
-
-
-def split_params(
-    param_info: dict[str, Any],
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    unknown_dim: int = DEFAULT_UNKNOWN_DIM,
-    notes: list[str] | None = None,
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """param_info -> (inputs {name: {shape, dtype}}, attrs {name: value})."""
-    notes = [] if notes is None else notes
-    if not isinstance(param_info, dict) or not param_info:
-        raise NotConvertible("param_info is missing or empty", T.MALFORMED)
-    inputs, attrs = {}, {}
-    for name, spec in param_info.items():
-        if not isinstance(spec, dict) or "type" not in spec:
-            raise NotConvertible(f"parameter {name!r}: expected a mapping with a 'type'", T.MALFORMED)
-        if spec["type"] == "Variable":
-            inputs[name] = _input_spec(name, spec, batch_size, unknown_dim, notes)
-        elif spec["type"] == "list<Variable>":
-            raise NotConvertible(
-                f"parameter {name!r} is a list of tensors; an op case's inputs are single tensors",
-                T.LIST_INPUT,
-            )
-        else:
-            attrs[name] = parse_value(spec["type"], spec.get("value"))
-    return inputs, attrs
-
-
-# ------------------------------------------------------------------------------------------
-# Shape rules of particular ops (named by the table's `adjust`)
-# ------------------------------------------------------------------------------------------
 
 
 def _broadcast(a: list[int], b: list[int]) -> list[int]:
@@ -329,7 +113,7 @@ def _expand(inputs, attrs, notes, apis):
     return apis
 
 
-_ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes, "pool2d": _pool2d, "expand": _expand}
+ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes, "pool2d": _pool2d, "expand": _expand}
 
 # The lstm config maps onto the registered `lstm` model builder (benchmark.runners.models).
 LSTM_PARAMS = {
@@ -527,7 +311,7 @@ def _reference(entry, api, attrs) -> str | None:
     return name if allowlist.check("reference", name) is None else None
 
 
-def _op_cases(
+def op_cases(
     config, source, index, label, batch_size, unknown_dim, backward, resolve
 ) -> tuple[list[dict], list[str]]:
     op = config["op"]
@@ -541,7 +325,7 @@ def _op_cases(
     sigs = [_signature(fn) for _, _, fn in apis]
     _rename(entry, inputs, attrs)
     if entry.get("adjust"):
-        adjusted = _ADJUST[entry["adjust"]](inputs, attrs, notes, [(p, a) for p, a, _ in apis])
+        adjusted = ADJUST[entry["adjust"]](inputs, attrs, notes, [(p, a) for p, a, _ in apis])
         if [(p, a) for p, a, _ in apis] != adjusted:
             apis = []
             for prefix, api in adjusted:
@@ -593,7 +377,7 @@ def _op_cases(
     return cases, notes
 
 
-def _lstm_case(config, source, index, label, batch_size, unknown_dim) -> tuple[list[dict], list[str]]:
+def lstm_case(config, source, index, label, batch_size, unknown_dim) -> tuple[list[dict], list[str]]:
     params = config.get("param_info") or {}
     unknown = set(params) - LSTM_PARAMS
     if unknown:
@@ -648,104 +432,3 @@ def _lstm_case(config, source, index, label, batch_size, unknown_dim) -> tuple[l
         "tags": ["imported"],
     }
     return [case], notes
-
-
-def convert_config(
-    config: dict[str, Any],
-    *,
-    source: str,
-    index: int,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    unknown_dim: int = DEFAULT_UNKNOWN_DIM,
-    backward: bool = False,
-    resolve: Resolver | None = None,
-    label: int | None = None,
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """One legacy config -> (case dicts, notes); raises NotConvertible with the reason."""
-    if not isinstance(config, dict):
-        raise NotConvertible(f"expected a JSON object, got {type(config).__name__}", T.MALFORMED)
-    op = config.get("op")
-    if not isinstance(op, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", op):
-        raise NotConvertible(f"op {op!r}: expected the legacy op name", T.MALFORMED)
-    if label is None:
-        cid = config.get("config_id")
-        label = cid if isinstance(cid, int) and not isinstance(cid, bool) else index
-    if op == "lstm":
-        return _lstm_case(config, source, index, label, batch_size, unknown_dim)
-    return _op_cases(config, source, index, label, batch_size, unknown_dim, backward, resolve)
-
-
-def _labels(configs: list[Any]) -> list[int]:
-    ids = [c.get("config_id") if isinstance(c, dict) else None for c in configs]
-    if all(isinstance(i, int) and not isinstance(i, bool) for i in ids) and len(set(ids)) == len(ids):
-        return ids  # type: ignore[return-value]
-    return list(range(len(configs)))
-
-
-def convert(
-    configs: Any,
-    *,
-    source: str,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    unknown_dim: int = DEFAULT_UNKNOWN_DIM,
-    backward: bool = False,
-    resolve: Resolver | None = None,
-) -> Conversion:
-    """A parsed legacy file (a JSON list of configs) -> Conversion with the cases and one report per config."""
-    if batch_size < 1 or unknown_dim < 1:
-        raise ValueError(
-            f"batch_size and unknown_dim: expected positive integers, got {batch_size}, {unknown_dim}"
-        )
-    result = Conversion(source)
-    if isinstance(configs, dict):
-        configs = [configs]
-    if not isinstance(configs, list):
-        result.reports.append(
-            Report(source, 0, "?", "skipped", "expected a JSON list of configs", reason=T.MALFORMED)
-        )
-        return result
-    for index, (config, label) in enumerate(zip(configs, _labels(configs), strict=True)):
-        op = config.get("op", "?") if isinstance(config, dict) else "?"
-        try:
-            cases, notes = convert_config(
-                config,
-                source=source,
-                index=index,
-                batch_size=batch_size,
-                unknown_dim=unknown_dim,
-                backward=backward,
-                resolve=resolve,
-                label=label,
-            )
-        except NotConvertible as e:
-            result.reports.append(Report(source, index, str(op), "skipped", str(e), reason=e.reason))
-            continue
-        result.cases.extend(cases)
-        result.reports.append(
-            Report(source, index, str(op), "converted", "; ".join(notes), [c["name"] for c in cases])
-        )
-    return result
-
-
-class _NoAliasDumper(yaml.SafeDumper):
-    """Writes a shared object out in full each time: configs may not contain YAML anchors or aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def to_yaml(conversion: Conversion, reports: Iterable[Report] | None = None) -> str:
-    """The YAML text of a converted file: a header naming the source and what was not converted."""
-    lines = [
-        f"# Imported by `benchmark import-legacy` from {conversion.source} (PaddlePaddle benchmark API configs)."
-    ]
-    for r in reports if reports is not None else conversion.skipped:
-        lines.append(f"# not converted: config #{r.index} ({r.reason}): {r.message}")
-    body = yaml.dump(
-        {"cases": conversion.cases},
-        Dumper=_NoAliasDumper,
-        sort_keys=False,
-        default_flow_style=None,
-        width=110,
-    )
-    return "\n".join(lines) + "\n" + body
