@@ -1,0 +1,275 @@
+"""The job of a comparison: steps of a fresh worker per side, each timing every still-open case once
+in a random order, and the sequential verdict of every case after each step."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchmark.envcompare.sides import CompareError, Side
+
+if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
+    from benchmark import measure
+    from benchmark.analysis.sequential import Decision
+    from benchmark.config import Case
+
+SIDES = ("A", "B")
+DEFAULT_BUDGET_MIN = 10.0
+DEFAULT_ALPHA = 0.01  # a job's error budget for slower/faster verdicts, over all cases and looks
+DEFAULT_MIN_EFFECT = 0.02  # differences below 2% are "same"
+DEFAULT_MAX_PAIRS = 200
+DEFAULT_TRIAL_PROCESSES = 3  # each trial gets the settings of one of 3 suite processes (per_process)
+
+
+@dataclasses.dataclass
+class CaseState:
+    """One case during the job: its per-process entries per side, pairs and current decision."""
+
+    case: Case
+    min_effect: float
+    entries: dict[str, list[dict[str, Any]]] = dataclasses.field(
+        default_factory=lambda: {s: [] for s in SIDES}
+    )
+    pairs: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+    decision: Decision | None = None
+    error: str | None = None
+    skipped: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.case.id
+
+    @property
+    def open(self) -> bool:
+        return self.error is None and self.skipped is None and not (self.decision and self.decision.decided)
+
+    @property
+    def verdict(self) -> str:
+        from benchmark.analysis import sequential as seq
+
+        if self.error is not None:
+            return seq.ERROR
+        if self.skipped is not None:
+            return "skipped"
+        return self.decision.verdict if self.decision else seq.INCONCLUSIVE
+
+
+@dataclasses.dataclass
+class Job:
+    """What a comparison measured and decided."""
+
+    sides: dict[str, Side]
+    states: list[CaseState]
+    steps: int = 0
+    elapsed_s: float = 0.0
+    budget_s: float = 0.0
+    alpha: float = DEFAULT_ALPHA
+    stopped: str = ""  # why the job ended
+    seed: int = 0
+    run_ids: dict[str, int] = dataclasses.field(default_factory=dict)
+    run_group: str | None = None
+
+    def verdicts(self) -> list[str]:
+        return [s.verdict for s in self.states]
+
+    def exit_code(self) -> int:
+        from benchmark.analysis import sequential as seq
+
+        return seq.exit_code(self.verdicts())
+
+
+def start_worker(side: Side, output=None):
+    """A fresh worker process of `side` (benchmark.workers.Worker with its interpreter and env)."""
+    from benchmark.workers import Worker
+
+    return Worker(python=side.python, env=side.env, stderr=output)
+
+
+def close_quietly(worker) -> None:
+    """End a worker: close its stdin (it exits) and reap it."""
+    worker.close()
+
+
+def serve_trials(
+    worker, side: Side, members: Sequence[CaseState], params: Sequence[dict], order: int, output=None
+):
+    """One timing trial of each of `members` (in that order) in `worker`, a fresh worker taking
+    over when one dies. Returns ({case key: record with its "_order"}, the workers used)."""
+    from benchmark import trials
+
+    records: dict[str, dict[str, Any]] = {}
+    used = [worker]
+    for k, (state, p) in enumerate(zip(members, params, strict=True)):
+        if not worker.alive():
+            worker = start_worker(side, output)
+            used.append(worker)
+        record = worker.request("time", state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S)
+        if record.get("status") == "error" and not worker.alive():
+            code = worker.proc.returncode
+            record = {**record, "message": f"{record.get('message')} (exit status {code}, side {side.label})"}
+        records[state.key] = {**record, "_order": order + k}
+    return records, used
+
+
+def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
+    """The `time` request's settings of one trial of `case`: `base` with the case's own `measure`
+    overrides, per process as in a suite run of `processes` worker processes."""
+    from benchmark import measure
+
+    return measure.asdict(base.override(case.measure).per_process(processes))
+
+
+def measured(states: Sequence[CaseState]) -> int:
+    """The cases alpha is split over: all but those skipped (e.g. a GPU case on a CPU machine),
+    which never get a verdict (skips are known after the first step, before any look)."""
+    return max(1, sum(1 for s in states if s.skipped is None))
+
+
+def _decide(state: CaseState, alpha: float, cases: int, *, final: bool = False) -> None:
+    """Look at a case when its pair count is on the look schedule (or, `final`, once more at the
+    end of the job when it is not, as one further look)."""
+    from benchmark.analysis import sequential as seq
+
+    n = len(state.pairs)
+    if n < seq.MIN_PAIRS:
+        return
+    points = seq.look_points(n)
+    look = seq.look_number(n)
+    if n != points[look - 1]:
+        if not final:
+            return
+        look += 1
+    a, b = zip(*state.pairs, strict=True)
+    state.decision = seq.decide(a, b, min_effect=state.min_effect, alpha=alpha, cases=cases, look=look)
+
+
+def run_job(
+    cases: Sequence[Case],
+    sides: dict[str, Side],
+    *,
+    min_effect: Callable[[Case], float],
+    settings: measure.MeasureSettings,
+    budget_s: float = DEFAULT_BUDGET_MIN * 60,
+    alpha: float = DEFAULT_ALPHA,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    processes: int = DEFAULT_TRIAL_PROCESSES,
+    seed: int | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+    on_step: Callable[[Job], None] | None = None,
+    worker_output=None,
+    allocator_control: bool = True,
+) -> Job:
+    """Measure `cases` on both sides in alternating randomized steps until each is decided, the
+    budget would be overrun or `max_pairs` is reached (see the module docstring). `min_effect(case)`
+    is the smallest relative difference that counts. Returns the job (not stored)."""
+    from benchmark.results import process_entry
+
+    if set(sides) != set(SIDES):
+        raise ValueError(f"sides must be {SIDES}, got {sorted(sides)}")
+    if not cases:
+        raise CompareError("no case selected")
+    seed = random.SystemRandom().randrange(2**31) if seed is None else seed
+    rng = random.Random(seed)
+    states = [CaseState(case=c, min_effect=float(min_effect(c))) for c in cases]
+    job = Job(sides=sides, states=states, budget_s=budget_s, alpha=alpha, seed=seed)
+    start = time.monotonic()
+    order = 0
+    step_times: list[float] = []
+    finished: list = []  # the previous step's workers, closed while the next ones start
+    while True:
+        open_states = [s for s in states if s.open and len(s.pairs) < max_pairs]
+        if not open_states:
+            job.stopped = "every case decided" if all(not s.open for s in states) else f"{max_pairs} pairs"
+            break
+        elapsed = time.monotonic() - start
+        if step_times and elapsed + max(step_times[-3:]) > budget_s:
+            job.stopped = f"budget of {budget_s / 60:.1f} min"
+            break
+        t_step = time.monotonic()
+        labels = list(SIDES)
+        rng.shuffle(labels)
+        # Both workers of the step start at once and import paddle side by side (while the previous
+        # step's workers exit); nothing is timed until both are ready (an idle worker waits on its
+        # stdin and costs no CPU).
+        workers = {label: start_worker(sides[label], worker_output) for label in labels}
+        for w in finished:
+            close_quietly(w)
+        finished = []
+        try:
+            for w in workers.values():
+                w.wait_ready()
+            got: dict[str, dict[str, dict[str, Any]]] = {}
+            for label in labels:
+                members = list(open_states)
+                rng.shuffle(members)
+                params = [
+                    {
+                        "settings": trial_settings(m.case, settings, processes),
+                        "allocator_control": allocator_control,
+                    }
+                    for m in members
+                ]
+                got[label], used = serve_trials(
+                    workers.pop(label), sides[label], members, params, order, worker_output
+                )
+                order += len(members)
+                finished += used
+        finally:
+            for w in [*workers.values(), *(finished if sys.exc_info()[0] else [])]:
+                w.proc.kill()
+                w.close()
+        job.steps += 1
+        for s in open_states:
+            for label in SIDES:
+                rec = got[label].get(s.key) or {"status": "error", "message": "no record"}
+                status = rec.get("status")
+                if status == "skipped":
+                    s.skipped = f"side {label}: {rec.get('message') or 'skipped'}"
+                    continue
+                ok = status == "ok" and bool(rec.get("samples"))
+                message = None if ok else str(rec.get("message") or f"trial status {status!r}")
+                s.entries[label].append(
+                    process_entry(
+                        len(s.entries[label]),
+                        rec.get("pid"),
+                        rec.get("_order", order),
+                        "ok" if ok else "error",
+                        rec.get("samples") if ok else None,
+                        int(rec.get("iterations") or 1),
+                        message,
+                    )
+                )
+                if not ok and s.error is None:
+                    s.error = f"side {label}: {message}"
+            if s.error is None and s.skipped is None:
+                s.pairs.append((s.entries["A"][-1]["value"], s.entries["B"][-1]["value"]))
+                _decide(s, alpha, measured(states))
+        step_times.append(time.monotonic() - t_step)
+        job.elapsed_s = time.monotonic() - start
+        progress(step_line(job))
+        if on_step is not None:
+            on_step(job)
+    for w in finished:
+        close_quietly(w)
+    for s in states:
+        if s.open:
+            _decide(s, alpha, measured(states), final=True)
+    job.elapsed_s = time.monotonic() - start
+    return job
+
+
+def step_line(job: Job) -> str:
+    """One progress line after a step: how many cases are open and what is decided."""
+    counts: dict[str, int] = {}
+    for s in job.states:
+        counts[s.verdict] = counts.get(s.verdict, 0) + 1
+    open_ = sum(1 for s in job.states if s.open)
+    what = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    return (
+        f"compare: step {job.steps} done after {job.elapsed_s:.0f} s of {job.budget_s:.0f} s: "
+        f"{open_} case(s) still open; {what}"
+    )

@@ -1,0 +1,152 @@
+"""What a comparison reports: the printed lines, the job as JSON, and both sides stored in the
+history as two runs of one run group."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchmark.envcompare.job import SIDES, CaseState, Job
+
+if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
+    from benchmark.results import CaseResult
+
+
+def pct(x: float) -> str:
+    """A ratio as a change in percent (+4.8%); from 2x on as a factor (x12.5)."""
+    if not math.isfinite(x):
+        return "-"
+    return f"x{x:,.1f}" if x >= 2 else f"{x - 1:+.1%}"
+
+
+def case_line(s: CaseState) -> str:
+    """One printed row: verdict, case, B/A ratio, interval, pairs (and what an inconclusive one needs)."""
+    from benchmark.analysis import sequential as seq
+
+    head = f"{s.verdict.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
+    d = s.decision
+    if s.error is not None:
+        return f"{head}  {s.error}"
+    if s.skipped is not None:
+        return f"{head}  {s.skipped}"
+    if d is None or not math.isfinite(d.ci_low):
+        n = len(s.pairs)
+        return f"{head}  {n} pair(s): too few for an interval (at least {seq.MIN_PAIRS})"
+    text = (
+        f"{head}  B/A {d.ratio:.3f} ({pct(d.ratio)}), {d.confidence:.2%} interval "
+        f"[{pct(d.ci_low)}, {pct(d.ci_high)}], {len(s.pairs)} pairs, min effect {d.min_effect:.0%}"
+    )
+    if d.verdict == seq.INCONCLUSIVE and d.pairs_needed:
+        text += f"; would need about {d.pairs_needed} pairs"
+    return text
+
+
+def job_dict(job: Job) -> dict[str, Any]:
+    """The job as plain data (`benchmark compare --json`): sides, one entry per case, how it ended."""
+
+    def num(x):
+        return x if x is not None and math.isfinite(x) else None
+
+    cases = []
+    for s in job.states:
+        d = s.decision
+        cases.append(
+            {
+                "case": s.case.id,
+                "case_id": s.case.case_id,
+                "place": s.case.place,
+                "mode": s.case.mode,
+                "verdict": s.verdict,
+                "ratio": num(d.ratio) if d else None,
+                "ci_low": num(d.ci_low) if d else None,
+                "ci_high": num(d.ci_high) if d else None,
+                "confidence": num(d.confidence) if d else None,
+                "look": d.look if d else 0,
+                "pairs": len(s.pairs),
+                "pairs_needed": d.pairs_needed if d else None,
+                "spread": num(d.spread) if d else None,
+                "min_effect": s.min_effect,
+                "message": s.error or s.skipped,
+                "values": {k: [e["value"] for e in s.entries[k]] for k in SIDES},
+            }
+        )
+    return {
+        "exit_code": job.exit_code(),
+        "sides": {k: {"python": v.python, **v.info} for k, v in job.sides.items()},
+        "cases": cases,
+        "steps": job.steps,
+        "elapsed_s": job.elapsed_s,
+        "budget_s": job.budget_s,
+        "alpha": job.alpha,
+        "stopped": job.stopped,
+        "seed": job.seed,
+        "run_group": job.run_group,
+        "run_ids": job.run_ids,
+    }
+
+
+def side_result(state: CaseState, label: str) -> CaseResult:
+    """The case's result on one side: per-process entries, pooled samples, run value."""
+    from benchmark.results import CaseResult, summarize_processes
+
+    r = CaseResult.for_case(state.case)
+    r.processes = list(state.entries[label])
+    r.finished_at = time.time()
+    pooled, stats = summarize_processes(r.processes)
+    if state.skipped is not None:
+        r.status, r.message = "skipped", state.skipped
+    elif stats["processes"] == 0 or (state.error and state.error.startswith(f"side {label}:")):
+        r.status, r.message = "error", state.error or "no trial measured"
+        r.samples, r.stats = [], {"rounds": 0, "processes": stats["processes"]}
+    else:
+        r.samples, r.stats = pooled, stats
+        r.iterations = int(next((e["iterations"] for e in r.processes if e["status"] == "ok"), 1))
+    d = state.decision
+    r.extra["compare"] = {
+        "side": label,
+        "verdict": state.verdict,
+        "ratio_b_over_a": d.ratio if d else None,
+        "ci_low": d.ci_low if d else None,
+        "ci_high": d.ci_high if d else None,
+        "confidence": d.confidence if d else None,
+        "pairs": len(state.pairs),
+        "min_effect": state.min_effect,
+    }
+    return r
+
+
+def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> dict[str, int]:
+    """Store both sides as two runs of one run group (default "compare-<UTC timestamp>"), each with
+    a note naming its side, interpreter and paddle version; returns the run ids by side."""
+    from benchmark import environment
+
+    group = run_group or "compare-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    machine = environment.collect_machine()
+    fp = machine.get("fingerprint") or environment.fingerprint(machine)
+    ids = {}
+    for label in SIDES:
+        side = job.sides[label]
+        run_info = environment.collect_run(side.info.get("framework") or {}, trigger="compare", cwd=root)
+        run_info.update(
+            run_group=group,
+            expected_results=len(job.states),
+            note=f"compare side {label}: {side.python}, paddle {side.paddle_version}",
+            compare={
+                "side": label,
+                "python": side.python,
+                "python_version": side.info.get("python_version"),
+                "seed": job.seed,
+                "steps": job.steps,
+                "alpha": job.alpha,
+                "stopped": job.stopped,
+            },
+        )
+        run_id = store.begin_run({**machine, "fingerprint": f"{fp}/compare-{label}"}, run_info)
+        store.add_results(run_id, [side_result(s, label).to_dict() for s in job.states])
+        store.finish_run(run_id, "complete", note=run_info["note"])
+        ids[label] = run_id
+    job.run_ids, job.run_group = ids, group
+    return ids

@@ -1,0 +1,193 @@
+"""`compare`: the whole job behind `benchmark compare`, from a request to its exit status.
+
+Checks the request, selects the cases (loaded and validated without importing paddle here), opens
+the history, checks both sides, runs the job, prints one line per case, stores both sides and writes
+the Markdown, JSON and chart asked for. Expected failures raise `CompareError` (a ValueError),
+`GateError`, `StoreError` or `OSError`; the command turns them into one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmark.envcompare import job as jobs
+from benchmark.envcompare.output import case_line, job_dict, store_job
+from benchmark.envcompare.sides import CompareError, check_sides
+
+if TYPE_CHECKING:
+    from benchmark.config import Case
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What `benchmark compare` was asked (its options; see the command's help for each)."""
+
+    a: str
+    b: str
+    configs: list[str] = dataclasses.field(default_factory=list)
+    keyword: str | None = None
+    tags: str | None = None
+    place: str | None = None
+    budget_min: float = jobs.DEFAULT_BUDGET_MIN
+    min_effect: float | None = None
+    gates: str | None = None
+    alpha: float = jobs.DEFAULT_ALPHA
+    max_pairs: int = jobs.DEFAULT_MAX_PAIRS
+    processes: int = jobs.DEFAULT_TRIAL_PROCESSES
+    quick: bool = False
+    threads: int = 1
+    seed: int | None = None
+    db: str | None = None
+    store: bool = True
+    markdown: str | None = None
+    plot: str | None = None
+    json: str | None = None
+    worker_log: str = os.devnull
+    quiet: bool = False
+
+
+def check_request(req: Request) -> None:
+    """Raise CompareError naming the first option out of range."""
+    if not (0 < req.alpha < 0.5):
+        raise CompareError(f"--alpha {req.alpha}: expected a probability in (0, 0.5)")
+    if not (req.budget_min > 0 and math.isfinite(req.budget_min)):
+        raise CompareError(f"--budget-min {req.budget_min}: expected a positive number of minutes")
+    if req.max_pairs < 3:
+        raise CompareError(f"--max-pairs {req.max_pairs}: at least 3 pairs are needed for an interval")
+    if req.processes < 1:
+        raise CompareError(f"--processes {req.processes}: expected 1 or more")
+    if req.min_effect is not None and not (0 <= req.min_effect < 1):
+        raise CompareError(f"--min-effect {req.min_effect}: expected a fraction in [0, 1), e.g. 0.02")
+
+
+def _csv(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def select_cases(root: Path, req: Request) -> list[Case]:
+    """The cases to compare: loaded and validated (without importing paddle here), then filtered by
+    --place, --tags (default: all but 'slow') and -k."""
+    from benchmark import runners
+    from benchmark.config import load_paths
+
+    paths = req.configs or [str(root / "configs")]
+    cases, issues = load_paths(paths, checks=runners.config_checks(resolve=False))
+    if issues:
+        raise CompareError(
+            f"invalid benchmark config: {issues[0]}"
+            + (f" (and {len(issues) - 1} more)" if len(issues) > 1 else "")
+        )
+    expr = None
+    if req.keyword:
+        from _pytest.mark.expression import Expression  # pytest's own -k grammar
+
+        try:
+            expr = Expression.compile(req.keyword)
+        except (SyntaxError, ValueError) as e:  # ParseError before pytest 8.4, SyntaxError since
+            raise CompareError(f"-k {req.keyword!r}: {e}") from None
+    places, tags = _csv(req.place), _csv(req.tags)
+    out = []
+    for c in cases:
+        if places and not any(fnmatch.fnmatch(c.place, p) for p in places):
+            continue
+        if tags is None and "slow" in c.tags:
+            continue
+        if tags and "all" not in tags and not set(tags) & set(c.tags):
+            continue
+        if expr is not None and not expr.evaluate(lambda name, c=c, **kw: name.lower() in c.id.lower()):
+            continue
+        out.append(c)
+    if not out:
+        raise CompareError("no case matches the selection (configs, --place, --tags, -k)")
+    return out
+
+
+def min_effects(req: Request) -> Callable[[Case], float]:
+    """Each case's smallest relative difference that counts: --min-effect, else per case from
+    --gates (whose default --min-effect replaces), else the default."""
+    if req.gates is None:
+        value = jobs.DEFAULT_MIN_EFFECT if req.min_effect is None else req.min_effect
+        return lambda case: value
+    from benchmark.gates import load_gates, with_min_effect
+
+    gates = with_min_effect(load_gates(req.gates), req.min_effect)
+    return lambda case: gates.for_case(case.case_id, case.name, case.place).min_effect
+
+
+def compare(req: Request, *, root: Path | None = None) -> int:
+    """Run the comparison `req` describes; returns the exit status (0: no case slower in B, 1: one
+    is, 2: a case could not be measured on a side). Progress goes to stderr, results to stdout."""
+    from benchmark import measure
+    from benchmark.paths import db_url, project_root
+    from benchmark.store import open_store
+
+    def say(line: str) -> None:
+        if not req.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    root = root or project_root(Path(__file__))  # this checkout: the workers' code, configs/
+    check_request(req)
+    min_effect = min_effects(req)
+    cases = select_cases(root, req)
+    store = open_store(db_url(req.db, root)) if req.store else None
+    try:
+        measure.pin_threads(req.threads or None)
+        measure.control_allocator(True)
+        say(f"compare: checking side A ({req.a}) and side B ({req.b})")
+        sides = check_sides({"A": req.a, "B": req.b}, root, say)
+        settings = measure.MeasureSettings.quick() if req.quick else measure.MeasureSettings()
+        say(
+            f"compare: {len(cases)} case(s), budget {req.budget_min:g} min, alpha {req.alpha:g} over all "
+            f"cases and looks"
+        )
+        with open(req.worker_log, "a", encoding="utf-8") as log:
+            job = jobs.run_job(
+                cases,
+                sides,
+                min_effect=min_effect,
+                settings=settings,
+                budget_s=req.budget_min * 60,
+                alpha=req.alpha,
+                max_pairs=req.max_pairs,
+                processes=req.processes,
+                seed=req.seed,
+                progress=say,
+                worker_output=log,
+            )
+        print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
+        for s in job.states:
+            print(case_line(s))
+        print(
+            f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); seed {job.seed}; "
+            "B/A > 1: B is slower"
+        )
+        if store is not None:
+            ids = store_job(store, job, root=root)
+            print(f"stored as run group {job.run_group}: side A run {ids['A']}, side B run {ids['B']}")
+    finally:
+        if store is not None:
+            store.close()
+    _write_outputs(job, req)
+    return job.exit_code()
+
+
+def _write_outputs(job: jobs.Job, req: Request) -> None:
+    from benchmark.report import comparison
+
+    if req.markdown:
+        Path(req.markdown).write_text(comparison.markdown(job), encoding="utf-8")
+        print(f"wrote {req.markdown}")
+    if req.json:
+        Path(req.json).write_text(json.dumps(job_dict(job), indent=1, default=str), encoding="utf-8")
+        print(f"wrote {req.json}")
+    if req.plot:
+        for path in comparison.write_chart(job, req.plot):
+            print(f"wrote {path}")
