@@ -304,10 +304,8 @@ def _reference(entry, api, attrs) -> str | None:
     name = (entry.get("references") or {}).get(api)
     if not name or not set(attrs) <= T.REFERENCE_ATTRS:
         return None
-    try:
-        from benchmark import allowlist
-    except ImportError:  # pragma: no cover - older trees without the allowlist
-        return name
+    from benchmark import allowlist
+
     return name if allowlist.check("reference", name) is None else None
 
 

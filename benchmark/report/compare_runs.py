@@ -35,7 +35,6 @@ from benchmark.verdict import FAILING, Evidence, Verdict
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
-HISTORY_LAST = 100
 RECENT_RUNS = 7  # an alert this many runs old or newer sets a series' status
 MIN_RUNS_TO_TEST = 8  # the online gate's `min_history`
 FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history analysis
