@@ -32,7 +32,8 @@ Cases are named ``<op>_legacy_<n>`` (``<op>_<api>_legacy_<n>`` for a family; ``n
 ``config_id`` when they are unique in the file, else its index), tagged ``imported``.
 
 Modules: this one (`convert`, the reports, the YAML text), `values` (shapes, typed values,
-parameters), `cases` (the cases of one config), `ops` (the reviewed alias table).
+parameters), `cases` (the cases of one config), `ops` (the reviewed alias table), `files`
+(`import_files`: the files of `benchmark import-legacy`, read, written and validated).
 """
 
 from __future__ import annotations

@@ -1,0 +1,119 @@
+"""`benchmark import-legacy` as one library function, `import_files`: read legacy JSON files,
+convert them (`benchmark.legacy.convert`), write one YAML file per input and validate what was
+written exactly as `benchmark validate` would. Unlike the rest of the package it touches files, and
+it imports the config loader and the runners (lazily, where used)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmark import legacy
+from benchmark.limits import DEFAULT_MAX_CASES
+
+
+def read_legacy_file(path: Path) -> object:
+    """The parsed JSON of one legacy file; ValueError naming the file when it cannot be read or
+    is not a list (or object) of configs."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: cannot read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
+    if not isinstance(data, (list, dict)):
+        raise ValueError(f"{path}: expected a JSON list of legacy configs, got {type(data).__name__}")
+    return data
+
+
+class _Validator:
+    """The written files checked exactly as `benchmark validate` checks them, one file at a time (so
+    memory stays bounded by the largest input file), with case ids unique across all of them."""
+
+    def __init__(self):
+        from benchmark import runners
+        from benchmark.config import load_paths
+
+        self.load_paths = load_paths
+        self.checks = runners.config_checks()
+        self.seen: dict[str, str] = {}  # case id -> the file that defined it
+
+    def __call__(self, path: Path, expected_cases: int) -> list[str]:
+        # The converter wrote the file: the case cap only guards against expanding more than it wrote.
+        cap = max(DEFAULT_MAX_CASES, 8 * expected_cases)
+        cases, issues = self.load_paths([str(path)], checks=self.checks, max_cases=cap)
+        out = [str(i) for i in issues]
+        for case in cases:
+            first = self.seen.setdefault(case.id, str(path))
+            if first != str(path):
+                out.append(f"{path}: case id {case.id!r} is also defined in {first}")
+        return out
+
+
+def _resolver():
+    """`paddle_ops.resolve_op` (allowlisted names only), or None where paddle is not importable."""
+    from benchmark import runners
+
+    ok, _ = runners.framework_available()
+    if not ok:
+        return None
+    from benchmark.runners.paddle_ops import resolve_op
+
+    return resolve_op
+
+
+def import_files(
+    files: Sequence[str | Path],
+    out: str | Path,
+    *,
+    batch_size: int = legacy.DEFAULT_BATCH_SIZE,
+    unknown_dim: int = legacy.DEFAULT_UNKNOWN_DIM,
+    backward: bool = False,
+) -> int:
+    """Convert each legacy file into ``<out>/<stem>.yaml`` and validate what was written; prints one
+    line per config (converted: stdout; not converted, with why: stderr) and the table of configs
+    per outcome. Returns the exit status: 0 every written file valid, 1 nothing converted, 2 an
+    output does not validate. An unreadable input raises ValueError (files before it are written)."""
+    out_dir = Path(out)
+    written = converted = skipped = 0
+    resolve = _resolver()
+    if resolve is None:
+        print(
+            "paddle is not importable here: only ops of the alias table convert, unchecked", file=sys.stderr
+        )
+    counts: Counter[str] = Counter()  # configs per outcome, kept as counts (bounded memory)
+    validate = _Validator()
+    issues: list[str] = []
+    for name in files:
+        path = Path(name)
+        data = read_legacy_file(path)
+        conv = legacy.convert(
+            data,
+            source=path.name,
+            batch_size=batch_size,
+            unknown_dim=unknown_dim,
+            backward=backward,
+            resolve=resolve,
+        )
+        del data
+        counts.update(legacy.reason_counts(conv.reports))
+        for report in conv.reports:
+            print(report, file=sys.stdout if report.status == "converted" else sys.stderr)
+        converted += len(conv.cases)
+        skipped += len(conv.skipped)
+        if conv.cases:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            target = out_dir / f"{path.stem}.yaml"
+            target.write_text(legacy.to_yaml(conv), encoding="utf-8")
+            written += 1
+            for issue in validate(target, len(conv.cases)):
+                print(f"invalid output: {issue}", file=sys.stderr)
+                issues.append(issue)
+    print(legacy.format_reason_table(counts))
+    print(f"{converted} case(s) written to {written} file(s) in {out_dir}; {skipped} config(s) not converted")
+    if issues:
+        return 2
+    return 0 if converted else 1
