@@ -1,8 +1,9 @@
 """Convert PaddlePaddle benchmark API configs (``api/tests_v2/configs/*.json``) into YAML cases.
 
-Pure: parsed JSON in, config dicts (and YAML text) out; `benchmark import-legacy` does the file I/O
-and hands in the resolver (`benchmark.runners.paddle_ops.resolve_op`: only names on the operator
-allowlist resolve). Without a resolver only ops named in the alias table convert, unchecked.
+Pure: parsed JSON in, config dicts (and YAML text) out; `files.import_files` (behind `benchmark
+import-legacy`) does the file I/O and hands in the resolver (`benchmark.runners.paddle_ops.resolve_op`:
+only names on the operator allowlist resolve). Without a resolver only ops named in the alias table
+convert, unchecked.
 
 A legacy file is a JSON list of ``{"op", "param_info": {name: {"type", "dtype", "shape" | "value"}},
 "atol"?, "repeat"?, "config_id"?}``. Conversion rules:
