@@ -33,6 +33,7 @@ import pytest
 
 from benchmark import measure
 from benchmark.config import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, Case, config_hash, load_paths
+from benchmark.paths import RUN_GROUP_ENV
 from benchmark.results import CaseResult, json_safe
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
@@ -40,7 +41,6 @@ DEFAULT_PROCESSES = 3
 QUICK_PROCESSES = 2  # smoke runs: the fewest processes that still show a between-process spread
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10
-RUN_GROUP_ENV = "BENCHMARK_RUN_GROUP"
 JSON_REFRESH_S = 5.0
 PYTEST_BENCHMARK_DEFAULT_COLUMNS = [
     "min",

@@ -20,13 +20,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import DBAPIError
 
-from benchmark.paths import (
-    DB_URL_ENV,
-    HISTORY_RELATIVE_PATH,
-    RUN_GROUP_ENV,
-    default_db_url,
-    project_root,
-)
+from benchmark.paths import DB_URL_ENV, default_db_url
 from benchmark.store.core import Store
 from benchmark.store.engine import (
     SchemaOutdated,
@@ -43,14 +37,10 @@ from benchmark.store.migrate import SchemaState, head_revision, schema_state, up
 from benchmark.store.queries import series_key
 
 __all__ = [
-    "DB_URL_ENV",
-    "RUN_GROUP_ENV",
     "SchemaOutdated",
     "SchemaState",
     "Store",
     "StoreError",
-    "default_url",
-    "find_project_root",
     "head_revision",
     "open_store",
     "resolve_url",
@@ -58,15 +48,6 @@ __all__ = [
     "series_key",
     "upgrade_store",
 ]
-
-# Where the default history is, and the environment variables that override it: benchmark.paths.
-DEFAULT_RELATIVE_PATH = HISTORY_RELATIVE_PATH
-find_project_root = project_root
-
-
-def default_url(root: str | os.PathLike[str]) -> str:
-    """`sqlite:///<root>/results/history.sqlite` (absolute)."""
-    return default_db_url(root)
 
 
 def resolve_url(url: str | None = None, project_root: str | os.PathLike[str] | None = None) -> str:
