@@ -107,7 +107,8 @@ class Store(StoreReads):
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._machine_ids: dict[str, int] = {}
         self._case_pks: dict[tuple[str, str], int] = {}
-        self._series_ids: dict[tuple[int, int, str, str], int] = {}
+        # (case pk, machine id, place, mode, metric) -> series id
+        self._series_ids: dict[tuple[int, int, str, str, str], int] = {}
         self._runs: dict[int, tuple[int, float]] = {}  # run id -> (machine id, start in epoch s)
         self._preloaded: set[int] = set()
         self._last_beat: dict[int, float] = {}  # run id -> time.monotonic() of its last heartbeat
