@@ -66,6 +66,11 @@ def add_run(
     parser.add_argument(flag, default=default, metavar="ID", help=help)
 
 
+def add_run_group(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """`--run-group NAME` (the shards of one nightly; :func:`resolve_runs` turns it into run ids)."""
+    parser.add_argument("--run-group", default=None, metavar="NAME", help=help)
+
+
 # -------------------------------------------------------------------------------------- error guard
 
 
@@ -170,6 +175,19 @@ def resolve_run(store: Store, text: str | int) -> int:
     if store.run(run_id) is None:
         raise CommandError(f"there is no run {run_id} in {store.display_url}")
     return run_id
+
+
+def resolve_runs(store: Store, run: str | int, run_group: str | None) -> list[int]:
+    """The runs `--run` and `--run-group` name: every run of the group (oldest first), else the one
+    run; a CommandError when both are given or the group has no runs."""
+    if not run_group:
+        return [resolve_run(store, run)]
+    if run != LATEST:
+        raise CommandError("give --run ID or --run-group NAME, not both")
+    run_ids = store.group_runs(run_group)
+    if not run_ids:
+        raise CommandError(f"there are no runs of group {run_group!r} in {store.display_url}")
+    return run_ids
 
 
 # ----------------------------------------------------------------------------------------- output

@@ -15,6 +15,7 @@ from benchmark.commands._common import (
     CommandError,
     add_db,
     add_run,
+    add_run_group,
     command,
     format_commit,
     format_duration,
@@ -23,7 +24,7 @@ from benchmark.commands._common import (
     open_writable,
     positive_int,
     print_table,
-    resolve_run,
+    resolve_runs,
 )
 from benchmark.units import format_value
 
@@ -152,9 +153,8 @@ def _register_export(subparsers) -> None:
         "--pytest-benchmark the JSON follows pytest-benchmark's --benchmark-json schema.",
     )
     add_run(parser)
-    parser.add_argument(
-        "--run-group",
-        metavar="NAME",
+    add_run_group(
+        parser,
         help="export every run of this group (the shards of one nightly) as one: CSV rows of all "
         "of them, or one JSON document",
     )
@@ -174,14 +174,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.pytest_benchmark and args.format != "json":
         raise CommandError("--pytest-benchmark needs --format json")
     with open_history(args.db) as store:
-        if args.run_group:
-            if args.run != "latest":
-                raise CommandError("give --run ID or --run-group NAME, not both")
-            run_ids = store.group_runs(args.run_group)
-            if not run_ids:
-                raise CommandError(f"there are no runs of group {args.run_group!r} in {store.display_url}")
-        else:
-            run_ids = [resolve_run(store, args.run)]
+        run_ids = resolve_runs(store, args.run, args.run_group)
         text = export_runs(store, run_ids, args.format, pytest_benchmark=args.pytest_benchmark)
     if args.out:
         Path(args.out).write_text(text)
