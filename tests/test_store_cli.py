@@ -271,3 +271,27 @@ def test_export_and_import_errors(history, tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"hello": 1}')
     assert run_cli("import", str(tmp_path / "bad.json"), "--db", url) == 2
     assert "not a pytest-benchmark JSON file" in capsys.readouterr().err
+
+
+def test_export_a_run_group_as_one(db_url, machine, make_result, capsys):
+    with open_store(db_url) as store:
+        shards = []
+        for i, case in enumerate(("op.a", "op.b")):
+            run = {"started_at": time.time() - 10 + i, "trigger": "nightly", "run_group": "nightly-1"}
+            run_id = store.begin_run(machine, run)
+            store.add_result(run_id, make_result(case))
+            store.finish_run(run_id)
+            shards.append(run_id)
+        other = store.begin_run(machine, {"started_at": time.time(), "trigger": "local"})
+        store.add_result(other, make_result("op.c"))
+        store.finish_run(other)
+    assert run_cli("export", "--run-group", "nightly-1", "--format", "csv", "--db", db_url) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["run_id"], r["case_id"]) for r in rows] == [(str(shards[0]), "op.a"), (str(shards[1]), "op.b")]
+    assert (
+        run_cli("export", "--run", str(other), "--run-group", "nightly-1", "--format", "csv", "--db", db_url)
+        == 2
+    )
+    assert "not both" in capsys.readouterr().err
+    assert run_cli("export", "--run-group", "nope", "--format", "csv", "--db", db_url) == 2
+    assert "no runs of group 'nope'" in capsys.readouterr().err
