@@ -102,12 +102,21 @@ def select_cases(root: Path, req: Request) -> list[Case]:
             continue
         if tags and "all" not in tags and not set(tags) & set(c.tags):
             continue
-        if expr is not None and not expr.evaluate(lambda name, c=c, **kw: name.lower() in c.id.lower()):
+        if expr is not None and not expr.evaluate(_id_matcher(c.id)):
             continue
         out.append(c)
     if not out:
         raise CompareError("no case matches the selection (configs, --place, --tags, -k)")
     return out
+
+
+def _id_matcher(case_id: str) -> Callable[..., bool]:
+    """pytest's -k matching: a name matches when it is a substring of the case id (any case)."""
+
+    def match(name: str, /, **kwargs: object) -> bool:
+        return name.lower() in case_id.lower()
+
+    return match
 
 
 def min_effects(req: Request) -> Callable[[Case], float]:

@@ -291,6 +291,7 @@ def device_attribution_note(
     """The one line about CUDA device `cuda_index`'s telemetry that cannot be attributed to a case
     (emitted once per process), or None when NVML sees that device whole."""
     device = nvml_device_index(cuda_index, environ)
+    line: str | None
     if device is None:
         line = (
             f"GPU telemetry not attributed to the case: CUDA device {cuda_index} is not in "
