@@ -38,7 +38,6 @@ import platform
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -458,8 +457,3 @@ def spread(samples: list[float]) -> float:
         return float("nan")
     med = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
     return (xs[-1] - xs[0]) / med if med else float("nan")
-
-
-def python_executable() -> str:
-    """The interpreter binary the worker runs (valgrind must see the binary, not a wrapper script)."""
-    return sys.executable

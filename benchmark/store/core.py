@@ -252,10 +252,6 @@ class Store(StoreReads):
         self._case_pks.clear()
         self._series_ids.clear()
 
-    def heartbeat(self, run_id: int) -> None:
-        """Mark the run as alive (add_result does this too)."""
-        self._transact(lambda conn: self._touch(conn, run_id))
-
     def start_heartbeat(self, run_id: int, period: float = HEARTBEAT_PERIOD_S) -> None:
         """Refresh the run's heartbeat every `period` seconds from a daemon thread until
         `stop_heartbeat` / `finish_run` / `close`. The run should have been begun with
