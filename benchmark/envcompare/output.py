@@ -10,16 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmark.envcompare.job import SIDES, CaseState, Job
+from benchmark.units import MISSING, format_percent
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.results import CaseResult
 
 
 def pct(x: float) -> str:
-    """A ratio as a change in percent (+4.8%); from 2x on as a factor (x12.5)."""
+    """A ratio as a change in percent (+4.8%, `benchmark.units.format_percent`); from 2x on as a
+    factor (x12.5)."""
     if not math.isfinite(x):
-        return "-"
-    return f"x{x:,.1f}" if x >= 2 else f"{x - 1:+.1%}"
+        return MISSING
+    return f"x{x:,.1f}" if x >= 2 else format_percent(x - 1)
 
 
 def case_line(s: CaseState) -> str:
