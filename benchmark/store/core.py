@@ -186,9 +186,7 @@ class Store(StoreReads):
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, fp, machine)
-            run_id = conn.execute(
-                sa.insert(RUN).values(machine_id=machine_id, **values)
-            ).inserted_primary_key[0]
+            run_id = _new_id(conn.execute(sa.insert(RUN).values(machine_id=machine_id, **values)))
             self._runs[run_id] = (machine_id, values["started_at"].timestamp())
             return int(run_id)
 
@@ -227,9 +225,7 @@ class Store(StoreReads):
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, fp, machine)
-            run_id = int(
-                conn.execute(sa.insert(RUN).values(machine_id=machine_id, **values)).inserted_primary_key[0]
-            )
+            run_id = _new_id(conn.execute(sa.insert(RUN).values(machine_id=machine_id, **values)))
             pending: list[dict[str, Any]] = []
             for result in results():
                 pending.append(as_dict(result))
@@ -277,7 +273,7 @@ class Store(StoreReads):
 
     def stop_heartbeat(self, run_id: int) -> None:
         stop, thread = self._beaters.pop(run_id, (None, None))
-        if stop is not None:
+        if stop is not None and thread is not None:
             stop.set()
             thread.join(timeout=5.0)  # a beat blocked on a dead server must not hold the session
 
@@ -333,7 +329,7 @@ class Store(StoreReads):
             series_id = self._series_id(conn, self._case_pk(conn, data), machine_id, data)
             rows.append({**result_row(data), "run_id": run_id, "series_id": series_id, "run_time": run_time})
         if len(rows) == 1:
-            ids = [int(conn.execute(INSERT_RESULT, rows[0]).inserted_primary_key[0])]
+            ids = [_new_id(conn.execute(INSERT_RESULT, rows[0]))]
         else:
             ids = [int(i) for i in conn.execute(INSERT_RESULTS_RETURNING, rows).scalars()]
         telemetry = [
@@ -437,6 +433,14 @@ class Store(StoreReads):
             values = dict(zip(("case_pk", "machine_id", "place", "mode", "metric"), key, strict=True))
             self._series_ids[key] = _get_or_create(conn, SERIES, values, tuple(values))
         return self._series_ids[key]
+
+
+def _new_id(result: sa.CursorResult) -> int:
+    """The primary key of the row a single INSERT made."""
+    key = result.inserted_primary_key
+    if key is None:  # pragma: no cover - every insert here makes exactly one row
+        raise StoreError("the database returned no id for a new row")
+    return int(key[0])
 
 
 def missing_note(expected: int, stored: int) -> str:

@@ -25,7 +25,7 @@ import datetime as dt
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sqlalchemy as sa
@@ -297,5 +297,9 @@ class ResultProcess(Base):
 
 
 # The tables as SQLAlchemy Core handles (the store's queries are Core statements).
-MACHINE, RUN, CASE, SERIES, RESULT = (m.__table__ for m in (Machine, Run, Case, Series, Result))
-TELEMETRY, PROFILE, PROCESS = Telemetry.__table__, Profile.__table__, ResultProcess.__table__
+def _table(model: type[Base]) -> sa.Table:
+    return cast(sa.Table, model.__table__)
+
+
+MACHINE, RUN, CASE, SERIES, RESULT = (_table(m) for m in (Machine, Run, Case, Series, Result))
+TELEMETRY, PROFILE, PROCESS = _table(Telemetry), _table(Profile), _table(ResultProcess)

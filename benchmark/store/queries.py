@@ -78,9 +78,14 @@ class Baseline:
             result_ids=[r[1] for r in rows],
             run_times=[r[3] for r in rows],
             medians=_medians(r[5] for r in rows),
-            samples=[decode_samples(r[6]) for r in rows],
+            samples=[_samples(r[6]) for r in rows],
             unit=rows[-1][4] if rows else None,
         )
+
+
+def _samples(blob: bytes | None) -> np.ndarray:
+    decoded = decode_samples(blob)
+    return np.empty(0) if decoded is None else decoded
 
 
 def _medians(values: Iterable[float | None]) -> np.ndarray:
@@ -102,8 +107,8 @@ def processes_by_result(conn: Connection, result_ids: list[int]) -> dict[int, li
     return out
 
 
-def by_result(conn: Connection, table: sa.Table, result_ids: list[int]) -> dict[int, Mapping[str, Any]]:
-    out: dict[int, Mapping[str, Any]] = {}
+def by_result(conn: Connection, table: sa.Table, result_ids: list[int]) -> dict[int, Mapping[Any, Any]]:
+    out: dict[int, Mapping[Any, Any]] = {}
     for start in range(0, len(result_ids), 10_000):
         chunk = result_ids[start : start + 10_000]
         for row in conn.execute(sa.select(table).where(table.c.result_id.in_(chunk))).mappings():
@@ -279,7 +284,7 @@ def postgresql_baselines(
     )
     out = {}
     for series_id, ids, run_ids, times, medians, lengths, blob, unit in conn.execute(query):
-        flat = decode_samples(bytes(blob or b""))
+        flat = _samples(bytes(blob or b""))
         ends = np.cumsum(np.asarray(lengths, dtype=np.int64) // 8)
         out[series_id] = Baseline(
             run_ids=list(run_ids),

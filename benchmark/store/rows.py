@@ -172,7 +172,7 @@ def process_rows(result_id: int, processes: Iterable[Mapping[str, Any]] | None) 
     return rows
 
 
-def process_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+def process_dict(row: Mapping[Any, Any]) -> dict[str, Any]:
     """A stored process row as the `processes` entry it was made from."""
     samples = decode_samples(row["samples"])
     return {
