@@ -152,7 +152,8 @@ class _JsonStream:
 
     def peek(self) -> str:
         while True:
-            self.pos = _WHITESPACE.match(self.buf, self.pos).end()
+            skipped = _WHITESPACE.match(self.buf, self.pos)  # always matches (possibly nothing)
+            self.pos = skipped.end() if skipped else self.pos
             if self.pos < len(self.buf) or not self._fill():
                 return self.buf[self.pos : self.pos + 1]
 

@@ -49,8 +49,8 @@ class NvmlSampler:
         self.interval = self._checked_interval(interval)
         self._nvml_arg = nvml
         self._emit = emit
-        self._nv = None
-        self._handle = None
+        self._nv: Any = None
+        self._handle: Any = None
         self._device_name: str | None = None
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
@@ -232,7 +232,11 @@ class NvmlSampler:
         if not self.available:
             return {"available": False, "reason": self.reason, "device_index": self.device_index}
         rows = list(self._rows)
-        summary = {"available": True, "device_index": self.device_index, "device_name": self._device_name}
+        summary: dict[str, Any] = {
+            "available": True,
+            "device_index": self.device_index,
+            "device_name": self._device_name,
+        }
         target = self.target
         if target is not None:
             summary.update(
