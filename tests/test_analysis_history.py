@@ -258,6 +258,30 @@ def test_a_lone_run_never_alerts_whatever_its_neighbours(min_effect):
             assert near == [], (seed, before, after, near)
 
 
+@pytest.mark.parametrize(
+    "runs",
+    [
+        (2.7, 5.9, 2.9),
+        (2.8, 5.2, 2.6),
+        (2.0, 5.4, 3.0, 2.8),
+        (2.9, 5.1, 3.0),
+        (2.5, 5.0, 3.0),
+        (3.0, 12.0, 3.0),
+    ],
+)
+def test_a_spike_between_slightly_high_runs_never_alerts(runs):
+    """A 5-20 sigma run between runs at +2-3 sigma (the shapes that alerted before, in noise units),
+    ordinary runs around them, minimum effect 1% at 1% noise: the runs next to the spike are not
+    evidence of a level on their own, and the spike must not make them so."""
+    for seed in range(30):
+        v = series(100, seed=seed)
+        sign = 1.0 if seed % 4 else -1.0
+        v[57:66] = 2.5
+        v[59 : 59 + len(runs)] = 2.5 * np.exp(sign * 0.01 * np.array(runs))
+        near = [a for a in simulate_online(v) if 60 <= a.index <= 70]
+        assert near == [], (seed, near)
+
+
 def test_every_alert_clears_the_minimum_effect():
     for seed in range(20):
         v = series(200, sigma=0.02, rho=0.3, seed=seed, steps=[(100, 0.06)])

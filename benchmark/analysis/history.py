@@ -120,6 +120,10 @@ class Params:
     outlier_sigma: float = 3.5
     """A window's most extreme run this many noise units beyond the median of its other runs is a
     lone outlier and counts as a baseline run."""
+    suspect_sigma: float = 2.0
+    """A window's most extreme run this many noise units beyond the median of its other runs, which
+    are not significant one by one, is a suspect: the window fires only if the runs after it fire
+    as a window of their own."""
     persist: float = 0.5
     """The newest run must deviate by this share of the threshold, in the same direction."""
     revert_window: int = 5
@@ -552,7 +556,9 @@ def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_
         for sign, out in ((1.0, up), (-1.0, dn)):
             cand = np.flatnonzero(sign * mdev >= thr)
             if cand.size:
-                fire, (md, med) = _side(sign * dev[cand], thr[cand], thr1[cand], p)
+                fire, (md, med) = _side(
+                    sign * dev[cand], thr[cand], thr1[cand], h[ev][cand], var_b[cand], rho[ev][cand], p
+                )
                 fire &= ser.effect_ok(base[cand] + sign * med * s[ev][cand], base[cand], min_effect)
                 out[cand] = fire
                 mdev[cand[fire]] = sign * md[fire]
@@ -583,9 +589,20 @@ def _tests_range(ser: _Series, st: _State, p: Params, t_lo: int, t_hi: int, min_
     return best
 
 
-def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[np.ndarray, tuple]:
+def _side(
+    d: np.ndarray,
+    thr: np.ndarray,
+    thr1: np.ndarray,
+    h: np.ndarray,
+    var_b: np.ndarray,
+    rho: np.ndarray,
+    p: Params,
+) -> tuple[np.ndarray, tuple]:
     """Which windows (rows of deviations ``d`` in noise units, oldest first, the direction tested
     positive) fire, with their clipped mean deviation and the median without the most extreme run.
+    ``thr`` and ``thr1`` are the k-run and (k-1)-run thresholds, ``h`` the t quantile, ``var_b``
+    the baseline's variance and ``rho`` the autocorrelation of each row (for the j-run threshold
+    ``h sqrt(v_j + var_b)`` of the runs after a suspect).
 
     A single run never alerts, whatever its neighbours:
 
@@ -597,6 +614,9 @@ def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[
     * without its most extreme run the other k-1 runs must pass the (k-1)-run test on their own
       (for k = 2: the other run is significant alone), and their median is the window's level for
       the minimum effect;
+    * a suspect -- the most extreme run, more than ``suspect_sigma`` beyond the median of the
+      others, which is below the one-run threshold -- must be confirmed: the runs after it fire as
+      a window of their own (by these rules; fewer than two: the window waits for more runs);
     * the newest run deviates by ``persist * T_k``.
     """
     n, k = d.shape
@@ -611,14 +631,28 @@ def _side(d: np.ndarray, thr: np.ndarray, thr1: np.ndarray, p: Params) -> tuple[
     if lone.any():
         d = d.copy()
         d[rows[lone], j[lone]] = 0.0
+        j = np.argmax(d, axis=1)
         srt = np.sort(d, axis=1)
     cap = np.maximum(p.clip * thr, p.clip_sigma)[:, None]
     mdev = np.mean(np.clip(d, -cap, cap), axis=1)
     cap1 = np.maximum(p.clip * thr1, p.clip_sigma)[:, None]
-    cd = np.clip(srt, -cap1, cap1)
-    loo = cd[:, :-1].mean(axis=1)
+    alone = np.clip(srt[:, :-1], -cap1, cap1).mean(axis=1) >= thr1
     med = 0.5 * (srt[:, lo] + srt[:, hi])
-    fire = (mdev >= thr) & (loo >= thr1) & (d[:, -1] >= p.persist * thr) & (med > 0)
+    gap = srt[:, -1] - med
+    # (others each significant on their own -- a large step's runs -- need no confirmation)
+    single = h * np.sqrt(1.0 + var_b)
+    suspect = (gap > p.suspect_sigma) & (med < single)
+    if suspect.any():
+        # the runs after a suspect must fire as a window of their own (at least two runs)
+        m = k - 1 - j
+        confirmed = np.zeros(n, dtype=bool)
+        for mm in np.unique(m[suspect & (m >= 2)]):
+            r = np.flatnonzero(suspect & (m == mm))
+            t_m = h[r] * np.sqrt(_mean_var(mm, rho[r]) + var_b[r])
+            t_m1 = h[r] * np.sqrt(_mean_var(mm - 1, rho[r]) + var_b[r])
+            confirmed[r] = _side(d[r, k - mm :], t_m, t_m1, h[r], var_b[r], rho[r], p)[0]
+        alone &= ~suspect | confirmed
+    fire = (mdev >= thr) & alone & (d[:, -1] >= p.persist * thr) & (med > 0)
     return fire, (mdev, med)
 
 
