@@ -32,7 +32,10 @@ from typing import Any
 import pytest
 
 from benchmark import measure
-from benchmark.config import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, Case, config_hash, load_paths
+from benchmark.config import load_paths
+from benchmark.config.expand import config_hash
+from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
+from benchmark.model import Case
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.results import CaseResult, json_safe
 
@@ -470,11 +473,9 @@ class BenchSession:
         check (op cases naming a `reference`), torch timing, profile pass; {} when none."""
         opt = self.config.getoption
         wanted = {
-            "accuracy": bool(
-                not opt("bench_no_accuracy") and case.kind == "op" and case.config.get("reference")
-            ),
+            "accuracy": bool(not opt("bench_no_accuracy") and case.kind == "op" and case.spec.reference),
             "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and self.framework == "paddle"),
-            "profile": bool(opt("bench_profile") or case.config.get("profile")),
+            "profile": bool(opt("bench_profile") or case.spec.profile),
         }
         if not any(wanted.values()):
             return {}
@@ -736,10 +737,10 @@ class BenchSession:
 
 def as_torch_case(case: Case) -> Case:
     """The same op case run by torch: its own series (framework in the config, so a new hash)."""
-    config = {**case.config, "framework": "torch"}
-    return dataclasses.replace(
-        case, case_id=f"{case.case_id}-torch", config=config, config_hash=config_hash(config)
+    twin = dataclasses.replace(
+        case, case_id=f"{case.case_id}-torch", spec=case.spec.model_copy(update={"framework": "torch"})
     )
+    return dataclasses.replace(twin, config_hash=config_hash(twin.config))
 
 
 def shard_cases(cases: list[Case], spec: str) -> list[Case]:
@@ -976,7 +977,7 @@ def diagnose(case: Case, prepared, result: CaseResult, bench: BenchSession, sett
             result.message = f"accuracy vs {result.accuracy['reference']}: {result.accuracy.get('message')}"
     if opt("bench_vs_torch") and case.kind == "op" and bench.framework == "paddle":
         result.extra["torch"] = torch_comparison(case, settings, result.stats.get("median"))
-    if opt("bench_profile") or case.config.get("profile"):
+    if opt("bench_profile") or case.spec.profile:
         trace_dir = opt("bench_trace_dir")
         trace = Path(trace_dir) / f"{case.id}.json" if trace_dir else None
         if trace is not None:

@@ -60,7 +60,7 @@ class CaseResult:
 
     @classmethod
     def for_case(cls, case: Any, **fields: Any) -> CaseResult:
-        """A result of `case` (a `benchmark.config.Case`) started now; `fields` set the rest
+        """A result of `case` (a `benchmark.model.Case`) started now; `fields` set the rest
         (e.g. metric and unit)."""
         return cls(
             case_id=case.case_id,

@@ -3,7 +3,7 @@
 A worker is `python -m benchmark.runners.worker` (optionally behind a command prefix such as
 `valgrind --tool=callgrind ...`). The protocol is one JSON object per line:
 
-* parent -> worker, on the worker's stdin: `{"task": NAME, "case": {...Case fields...}, "params": {...}}`;
+* parent -> worker, on the worker's stdin: `{"task": NAME, "case": Case.to_json(), "params": {...}}`;
 * worker -> parent, on a dedicated pipe (the worker's stdout and stderr stay free for whatever the
   framework prints): `{"status": "ok"|"error"|"skipped", ...task fields...}`, one per request, in
   order; first a `{"ready": true, "pid": ...}` line once the worker has imported what it needs.
@@ -17,7 +17,6 @@ Task implementations live in `benchmark.runners.worker.TASKS` (the framework sid
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import select
@@ -27,12 +26,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchmark.model import Case
+
 READY_TIMEOUT_S = 600.0
 WORKER_MODULE = "benchmark.runners.worker"
-
-
-def case_to_dict(case) -> dict[str, Any]:
-    return dataclasses.asdict(case)
 
 
 class Worker:
@@ -115,7 +112,9 @@ class Worker:
                 self.ready = json.loads(line)
         return self.ready is not None
 
-    def request(self, task: str, case, params: dict[str, Any] | None = None, *, timeout_s: float) -> dict:
+    def request(
+        self, task: str, case: Case, params: dict[str, Any] | None = None, *, timeout_s: float
+    ) -> dict:
         """Send one case; its record, or an error record if the worker died or timed out."""
         if not self.alive():
             return self._fail("not running")
@@ -124,7 +123,7 @@ class Worker:
             if line is None:
                 return self._fail("did not start (no ready line)")
             self.ready = json.loads(line)
-        message = {"task": task, "case": case_to_dict(case), "params": params or {}}
+        message = {"task": task, "case": case.to_json(), "params": params or {}}
         try:
             self.proc.stdin.write(json.dumps(message) + "\n")
             self.proc.stdin.flush()

@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from benchmark import legacy, runners
-    from benchmark.config import load_paths, tensor_bytes
+    from benchmark.config import load_paths
+    from benchmark.config.expand import tensor_bytes
     from benchmark.runners.paddle_ops import resolve_op
 
     files = sorted(Path(args.corpus).glob("*.json"))

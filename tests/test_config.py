@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.config import config_hash, load_file, load_paths
+from benchmark.config import load_file, load_paths
+from benchmark.config.expand import config_hash
 from benchmark.runners.paddle_ops import resolver
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -126,7 +127,7 @@ def test_defaults_merge_into_cases(tmp_path):
         """,
     )
     assert not issues
-    assert cases[0].tags == ["smoke"] and cases[1].tags == ["nightly"]
+    assert cases[0].tags == ("smoke",) and cases[1].tags == ("nightly",)
     assert cases[0].config["seed"] == 7
 
 
@@ -324,3 +325,33 @@ def test_shipped_configs_are_valid():
     smoke = [c for c in cases if "smoke" in c.tags]
     assert smoke, "a smoke subset exists for CI"
     assert all("slow" in c.tags for c in cases if c.name == "resnet18")
+
+
+def test_case_is_typed_frozen_and_round_trips_as_json(tmp_path):
+    import dataclasses
+    import json
+
+    from benchmark.model import Case
+
+    issues, cases = issues_of(
+        tmp_path,
+        """
+        cases:
+          - name: add
+            kind: op
+            op: paddle.add
+            inputs: {x: {shape: $shape}, y: {shape: [1, 64], low: 0}}
+            grid: {shape: [[8, 64]]}
+            places: [cpu]
+        """,
+    )
+    assert not issues
+    case = cases[0]
+    assert case.spec.inputs["x"].shape == (8, 64) and case.spec.inputs["y"].low == 0.0
+    assert case.spec.inputs["x"].dtype == "float32"
+    assert case.config["inputs"]["x"]["shape"] == [8, 64]  # the serialized form: plain JSON
+    assert config_hash(case.config) == case.config_hash
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        case.place = "gpu"  # type: ignore[misc]
+    again = Case.from_json(json.loads(json.dumps(case.to_json())))
+    assert again == case and again.config == case.config

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmark import cli, legacy, runners
-from benchmark.config import load_paths, tensor_bytes
+from benchmark.config import load_paths
+from benchmark.config.expand import tensor_bytes
 from benchmark.legacy import convert
 from benchmark.legacy import ops as legacy_ops
 from benchmark.runners.paddle_ops import resolve_op

@@ -15,7 +15,7 @@ from benchmark.envcompare.sides import CompareError, Side
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark import measure
     from benchmark.analysis.sequential import Decision
-    from benchmark.config import Case
+    from benchmark.model import Case
 
 SIDES = ("A", "B")
 DEFAULT_BUDGET_MIN = 10.0

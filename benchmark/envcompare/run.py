@@ -23,7 +23,7 @@ from benchmark.envcompare.output import case_line, job_dict, store_job
 from benchmark.envcompare.sides import CompareError, check_sides
 
 if TYPE_CHECKING:
-    from benchmark.config import Case
+    from benchmark.model import Case
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,10 +89,10 @@ def op_resolver():
 
 
 def config_checks(resolve: bool = True):
-    """What config validation asks the framework side (`benchmark.config.Checks`): op resolution
+    """What config validation asks the framework side (`benchmark.config.expand.Checks`): op resolution
     and signature binding when paddle is importable here (and `resolve`), the registered model
     builders and their argument checks always (they need no framework)."""
-    from benchmark.config import Checks
+    from benchmark.config.expand import Checks
     from benchmark.runners.models import check_args
 
     resolver = op_resolver() if resolve else None

@@ -153,7 +153,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]], None]) -> None:
     from benchmark import measure, runners
-    from benchmark.config import Case
+    from benchmark.model import Case
 
     ok, reason = runners.framework_available()  # the framework import, once
     emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason, "cpu_s": time.process_time()})
@@ -166,7 +166,7 @@ def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]]
         if not allocator_done:
             measure.control_allocator(bool(params.get("allocator_control", True)))
             allocator_done = True
-        case = Case(**request["case"])
+        case = Case.from_json(request["case"])
         try:
             if not ok:
                 raise runners.RunnerUnavailable(reason)

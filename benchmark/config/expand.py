@@ -1,0 +1,285 @@
+"""Grid expansion: one validated `CaseSpec` -> its `Case` objects (one per grid point, dtype,
+backward/step, place and mode), each with a readable, stable id and the hash of its fully expanded
+config; and the checks that need concrete values (shapes, dtypes, memory footprint, the framework's
+answers through `Checks`)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from benchmark.config.schema import DTYPES, VAR_RE, check_dtype
+from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
+from benchmark.model import Case, Spec
+
+# What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]|\.(?=\.)")
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What validation asks the framework side (`benchmark.runners.config_checks()`); each None
+    where the framework is not importable here (names are still checked against the allowlist).
+
+    resolver(op) -> reason or None: the op resolves to an allowlisted function;
+    binder(op, inputs, attrs) -> reason or None: the function accepts these inputs and attrs;
+    models: the registered model builders; model_check(model, args, batch_size) -> (reason or
+    None, estimated bytes).
+    """
+
+    resolver: Callable[[str], str | None] | None = None
+    binder: Callable[[str, Any, dict[str, Any]], str | None] | None = None
+    models: Iterable[str] | None = None
+    model_check: Callable[[str, dict[str, Any], Any], tuple[str | None, int]] | None = None
+
+
+def safe_id(text: str) -> str:
+    """`text` with every character a file name or a pytest id could trip on replaced by '_'
+    (path separators, '..', spaces, non-ASCII), so a case id never leaves --bench-trace-dir."""
+    return _ID_UNSAFE.sub("_", text)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "x".join(_fmt(x) for x in v) or "scalar"
+    if isinstance(v, dict):
+        return "_".join(f"{k}{_fmt(x)}" for k, x in v.items())
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _substitute(value: Any, params: dict[str, Any], used: set[str]) -> Any:
+    if isinstance(value, str):
+        m = VAR_RE.fullmatch(value)
+        if m:
+            key = m.group(1)
+            if key not in params:
+                raise KeyError(key)
+            used.add(key)
+            return copy.deepcopy(params[key])
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, params, used) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, params, used) for k, v in value.items()}
+    return value
+
+
+def _grid_points(grid: dict[str, list[Any]] | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    if grid is None:
+        return [{}]
+    if isinstance(grid, list):
+        return [dict(p) for p in grid]
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _as_list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list) else [v]
+
+
+# Bytes per element while an input is generated on the host and held as a tensor: float16 and
+# bfloat16 are drawn in float32 first (see runners.paddle_common.random_array).
+_GENERATION_BYTES = {"float16": 6, "bfloat16": 6}
+
+
+def tensor_bytes(specs: dict[str, Any] | None) -> int:
+    """Peak bytes of generating `specs`' inputs, by dtype (see _GENERATION_BYTES)."""
+    total = 0
+    for spec in (specs or {}).values():
+        shape = spec.get("shape") or []
+        dtype = spec.get("dtype")
+        total += math.prod(shape) * _GENERATION_BYTES.get(dtype, DTYPES.get(dtype, 8))
+    return total
+
+
+def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
+    """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
+    name = spec.name
+    resolver, models = checks.resolver, checks.models
+    grid = spec.grid if isinstance(spec.grid, list) else list((spec.grid or {}).values())
+    sizes = [len(grid) if isinstance(spec.grid, list) else math.prod(len(v) for v in grid)]
+    sizes += [len(spec.dtypes), len(_as_list(spec.backward)), len(_as_list(spec.step))]
+    sizes += [len(spec.places), len(spec.modes)]
+    total = math.prod(sizes)
+    if total > max_cases:
+        issue(
+            name,
+            "grid",
+            f"expands to {total} cases, more than the {max_cases} allowed per config entry "
+            "(split the entry, or raise the cap with --max-cases / --bench-max-cases)",
+            line_for(lines, base + ("grid",)),
+        )
+        return []
+    if spec.kind == "op" and resolver:
+        reason = resolver(spec.op)
+        if reason:
+            issue(name, "op", reason, line_for(lines, base + ("op",)))
+            return []
+    if spec.kind == "program" and resolver:
+        for i, pop in enumerate(spec.ops or []):
+            reason = resolver(pop.op)
+            if reason:
+                issue(name, f"ops.{i}.op", reason, line_for(lines, base + ("ops", i, "op")))
+                return []
+    if spec.kind == "model" and models is not None and spec.model not in set(models):
+        issue(
+            name,
+            "model",
+            f"unknown model {spec.model!r}: expected one of the registered builders "
+            f"({', '.join(sorted(models))})",
+            line_for(lines, base + ("model",)),
+        )
+        return []
+
+    body = spec.model_dump(exclude={"grid", "places", "modes", "dtypes", "tags", "description"})
+    if body["measure"].get("processes") is None:
+        # Unset, it leaves the config (and so the config hash of every existing case) as it was.
+        body["measure"].pop("processes", None)
+    out: list[Case] = []
+    seen_variants: set[str] = set()
+    for point in _grid_points(spec.grid):
+        for dtype in spec.dtypes:
+            for backward in _as_list(spec.backward):
+                for step in _as_list(spec.step):
+                    params = {**point, "dtype": dtype}
+                    used: set[str] = set()
+                    try:
+                        cfg = _substitute(body, params, used)
+                    except KeyError as e:
+                        issue(name, "grid", f"'${e.args[0]}' is used but not defined in the grid", line)
+                        return []
+                    cfg["backward"] = backward
+                    cfg["step"] = step
+                    cfg["kind"] = spec.kind
+                    problems = _check_expanded(cfg, max_bytes) or _check_framework(cfg, checks, max_bytes)
+                    if problems:
+                        for fld, msg in problems:
+                            issue(name, fld, msg, line_for(lines, base + tuple(fld.split(".")[:1])))
+                        return []
+                    variant = _variant_label(point, used, dtype, spec, backward, step)
+                    case_id = f"{name}-{variant}" if variant else name
+                    if case_id in seen_variants:
+                        continue
+                    seen_variants.add(case_id)
+                    try:
+                        typed = Spec.model_validate(cfg)
+                    except ValidationError as e:
+                        for loc, msg in pydantic_issues(e):
+                            issue(name, pydantic_field(loc), msg, line_for(lines, base + loc[:1]))
+                        return []
+                    h = config_hash(cfg)
+                    tags = tuple(sorted(set(spec.tags)))
+                    for place in spec.places:
+                        for mode in spec.modes:
+                            out.append(
+                                Case(
+                                    case_id=case_id,
+                                    place=place,
+                                    mode=mode,
+                                    spec=typed,
+                                    config_hash=h,
+                                    tags=tags,
+                                    source=fname,
+                                    line=line,
+                                    params={**point, "dtype": dtype},
+                                )
+                            )
+    return out
+
+
+def _variant_label(point, used, dtype, spec, backward, step) -> str:
+    parts = [f"{k}_{_fmt(v)}" if len(point) > 1 or k not in used else _fmt(v) for k, v in point.items()]
+    if len(spec.dtypes) > 1 or dtype != "float32":
+        parts.append(dtype)
+    if spec.kind in ("op", "program") and (isinstance(spec.backward, list) or backward):
+        parts.append("bwd" if backward else "fwd")
+    if spec.kind == "model":
+        parts.append(step)
+    return safe_id("-".join(p.replace(" ", "") for p in parts))
+
+
+def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]]:
+    """Checks that need concrete values: shapes, dtypes, memory footprint."""
+    problems: list[tuple[str, str]] = []
+    for group in ("inputs", "feed"):
+        for iname, spec in (cfg.get(group) or {}).items():
+            fld = f"{group}.{iname}"
+            shape = spec.get("shape")
+            if not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) for d in shape
+            ):
+                problems.append((f"{fld}.shape", f"expected a list of positive integers, got {shape!r}"))
+                continue
+            bad = [d for d in shape if d <= 0]
+            if bad:
+                problems.append(
+                    (f"{fld}.shape", f"dimension {bad[0]} in {shape}: expected positive integers")
+                )
+            try:
+                check_dtype(spec.get("dtype"))
+            except ValueError as e:
+                problems.append((f"{fld}.dtype", str(e)))
+            if not spec["low"] < spec["high"] and not (spec["low"] == spec["high"] == 0):
+                problems.append((f"{fld}.low", f"expected low < high, got {spec['low']} and {spec['high']}"))
+    if problems:
+        return problems
+    need = tensor_bytes(cfg.get("inputs")) + tensor_bytes(cfg.get("feed"))
+    if cfg.get("backward"):
+        need *= 3  # inputs, output gradients and input gradients
+    if need > max_bytes:
+        problems.append(
+            (
+                "inputs" if cfg.get("inputs") else "feed",
+                f"the inputs need about {need / 1024**3:.1f} GiB, more than the {max_bytes / 1024**3:.1f} GiB "
+                "allowed on this machine (refused before allocating)",
+            )
+        )
+    return problems
+
+
+def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tuple[str, str]]:
+    """Checks the framework side answers for one expanded case: the op's signature binds the case's
+    inputs and attrs; a model's args are known and its estimated footprint fits `max_bytes`."""
+    problems: list[tuple[str, str]] = []
+    if checks.binder and cfg["kind"] == "op":
+        reason = checks.binder(cfg["op"], dict.fromkeys(cfg["inputs"]), cfg.get("attrs") or {})
+        if reason:
+            problems.append(("attrs", reason))
+    if checks.binder and cfg["kind"] == "program":
+        for i, op in enumerate(cfg["ops"]):
+            inputs = op["inputs"] if isinstance(op["inputs"], list) else dict.fromkeys(op["inputs"])
+            reason = checks.binder(op["op"], inputs, op.get("attrs") or {})
+            if reason:
+                problems.append((f"ops.{i}.attrs", reason))
+    if checks.model_check and cfg["kind"] == "model":
+        reason, need = checks.model_check(cfg["model"], cfg.get("args") or {}, cfg.get("batch_size"))
+        if reason:
+            problems.append(("args", reason))
+        elif need > max_bytes:
+            problems.append(
+                (
+                    "args",
+                    f"the model needs about {need / 1024**3:.1f} GiB (weights, gradients, optimizer state, "
+                    f"activations), more than the {max_bytes / 1024**3:.1f} GiB allowed (refused before "
+                    "allocating; raise it with --max-bytes / --bench-max-bytes)",
+                )
+            )
+    return problems

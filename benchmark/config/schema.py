@@ -1,0 +1,313 @@
+"""The config schema: pydantic models of a config file and its cases (values may still hold `$grid`
+references, checked after expansion), the name patterns and caps, and the plain-data checks.
+Every problem becomes one `ConfigIssue` naming the file, the case, the field and the YAML line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from benchmark import allowlist
+
+KINDS = ("op", "program", "model")
+MODES = ("dynamic", "static", "to_static")
+DTYPES = {
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
+# Every pattern is used with fullmatch (a trailing newline never passes) and is ASCII only.
+PLACE_RE = re.compile(r"cpu|gpu(:\d+)?", re.ASCII)
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*", re.ASCII)
+TAG_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
+MODEL_RE = re.compile(r"[a-z][a-z0-9_]*", re.ASCII)
+KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
+VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
+# What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
+# Caps checked before anything is expanded or allocated; each has an override where it is used.
+# (DEFAULT_MAX_CASES and DEFAULT_MAX_BYTES live in benchmark.limits, imported above.)
+MAX_YAML_DEPTH = 32  # nesting of mappings and lists in a config file
+MAX_STRING = 256  # characters of a string value in attrs, args or a grid
+MAX_VALUES = 10_000  # scalars inside one attrs, args or grid value
+# Files under a config directory that hold settings, not cases.
+NOT_CASE_FILES = ("gates.yaml", "gates.yml", "allowlist.yaml", "allowlist.yml")
+
+
+class ConfigError(Exception):
+    """One or more problems in config files; `issues` holds each as a ConfigIssue."""
+
+    def __init__(self, issues: Sequence[ConfigIssue]):
+        self.issues = list(issues)
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    file: str
+    case: str | None
+    field: str | None
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        parts = [where]
+        if self.case:
+            parts.append(f"case {self.case!r}")
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        return ": ".join(parts) + f": {self.message}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class TensorSpec(_Strict):
+    shape: Any
+    dtype: str = "$dtype"
+    low: float = -1.0
+    high: float = 1.0
+    # Inputs that get a gradient in backward cases (default: every floating input).
+    requires_grad: bool | None = None
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _shape(cls, v: Any) -> Any:
+        if isinstance(v, str) and VAR_RE.fullmatch(v):
+            return v
+        if isinstance(v, list) and all(
+            (isinstance(d, int) and not isinstance(d, bool)) or (isinstance(d, str) and VAR_RE.fullmatch(d))
+            for d in v
+        ):
+            return v
+        raise ValueError(
+            f"expected a list of integers such as [1000, 1000] (an element may be a $grid reference), "
+            f"or a $grid reference; got {v!r}"
+        )
+
+
+class MeasureSpec(_Strict):
+    warmup_time: float | None = Field(None, ge=0, description="seconds of warmup before timing")
+    min_rounds: int | None = Field(None, ge=1)
+    max_time: float | None = Field(None, gt=0, description="seconds of timed rounds (target)")
+    round_time: float | None = Field(None, gt=0, description="target seconds per round")
+    max_rounds: int | None = Field(None, ge=1)
+    processes: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="worker processes that measure the case (default: the run's --bench-processes)",
+    )
+
+
+class ProgramOp(_Strict):
+    op: str
+    inputs: list[str] | dict[str, str]
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    out: str
+
+    @field_validator("op")
+    @classmethod
+    def _op_name(cls, v: str) -> str:
+        return check_op_name(v)
+
+    @field_validator("attrs")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_plain(v)
+
+
+class CaseSpec(_Strict):
+    name: str
+    kind: Literal["op", "program", "model"]
+    description: str | None = None
+    places: list[str] = Field(default_factory=lambda: ["cpu", "gpu"])
+    modes: list[str] = Field(default_factory=lambda: ["dynamic"])
+    dtypes: list[str] = Field(default_factory=lambda: ["float32"])
+    backward: bool | list[bool] = False
+    tags: list[str] = Field(default_factory=list)
+    seed: int = 2024
+    grid: dict[str, list[Any]] | list[dict[str, Any]] | None = None
+    measure: MeasureSpec = Field(default_factory=MeasureSpec)
+    profile: bool = False
+    # op kind
+    op: str | None = None
+    inputs: dict[str, TensorSpec] | None = None
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    reference: str | None = None
+    torch_op: str | None = None
+    tolerance: dict[str, float] | None = None
+    # program kind
+    feed: dict[str, TensorSpec] | None = None
+    ops: list[ProgramOp] | None = None
+    fetch: list[str] | None = None
+    # model kind
+    model: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    step: Literal["train", "infer"] | list[Literal["train", "infer"]] | None = None
+    batch_size: int | str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.fullmatch(v):
+            raise ValueError("expected a name of letters, digits, '_', '.', '-' starting with a letter")
+        return v
+
+    @field_validator("places")
+    @classmethod
+    def _places(cls, v: list[str]) -> list[str]:
+        for p in v:
+            if not isinstance(p, str) or not PLACE_RE.fullmatch(p):
+                raise ValueError(f"unknown place {p!r}: expected 'cpu', 'gpu' or 'gpu:N'")
+        if not v:
+            raise ValueError("expected at least one place")
+        return v
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        for m in v:
+            if m not in MODES:
+                raise ValueError(f"unknown mode {m!r}: expected one of {', '.join(MODES)}")
+        if not v:
+            raise ValueError("expected at least one mode")
+        return v
+
+    @field_validator("dtypes")
+    @classmethod
+    def _dtypes(cls, v: list[str]) -> list[str]:
+        for d in v:
+            check_dtype(d)
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        for t in v:
+            if not TAG_RE.fullmatch(t):
+                raise ValueError(f"tag {t!r}: expected letters, digits and '_' (it becomes a pytest marker)")
+        return v
+
+    @field_validator("op")
+    @classmethod
+    def _op(cls, v: str | None) -> str | None:
+        return None if v is None else check_op_name(v)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference(cls, v: str | None) -> str | None:
+        return None if v is None else _allowed("reference", v)
+
+    @field_validator("torch_op")
+    @classmethod
+    def _torch_op(cls, v: str | None) -> str | None:
+        return None if v is None else _allowed("torch_op", v)
+
+    @field_validator("attrs", "args")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return check_plain(v)
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, v: Any) -> Any:
+        points = v if isinstance(v, list) else [v]
+        for point in points:
+            check_plain(point)
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str | None) -> str | None:
+        if v is not None and not MODEL_RE.fullmatch(v):
+            raise ValueError(f"{v!r}: expected the name of a registered model builder, e.g. 'lstm'")
+        return v
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> CaseSpec:
+        required = {"op": ("op", "inputs"), "program": ("feed", "ops", "fetch"), "model": ("model",)}
+        for f in required[self.kind]:
+            if getattr(self, f) is None:
+                raise ValueError(f"field {f!r} is required for kind {self.kind!r}")
+        foreign = {
+            "op": ("feed", "ops", "fetch", "model", "step"),
+            "program": ("op", "inputs", "model", "step", "reference"),
+            "model": ("op", "inputs", "feed", "ops", "fetch", "reference"),
+        }[self.kind]
+        for f in foreign:
+            if getattr(self, f) is not None:
+                raise ValueError(f"field {f!r} does not apply to kind {self.kind!r}")
+        if self.kind == "model" and self.step is None:
+            self.step = ["train", "infer"]
+        return self
+
+
+class FileSpec(_Strict):
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    cases: list[dict[str, Any]]
+
+
+def _allowed(field: str, v: str) -> str:
+    reason = allowlist.check(field, v)
+    if reason:
+        raise ValueError(reason)
+    return v
+
+
+def check_op_name(v: str) -> str:
+    """`v` when it names an operator on the allowlist (`configs/allowlist.yaml`), else ValueError."""
+    return _allowed("op", v)
+
+
+def check_plain(value: Any) -> Any:
+    """`value` when it is plain data: numbers, booleans, None, short strings, and lists or mappings
+    (with name-like keys) of those, at most MAX_VALUES scalars; else ValueError saying what is not."""
+    count = 0
+
+    def visit(v: Any, where: str) -> None:
+        nonlocal count
+        count += 1
+        if count > MAX_VALUES:
+            raise ValueError(f"more than {MAX_VALUES} values: expected a small mapping of plain values")
+        if v is None or isinstance(v, (bool, int, float)):
+            return
+        if isinstance(v, str):
+            if len(v) > MAX_STRING or not v.isprintable():
+                raise ValueError(f"{where}: expected a printable string of at most {MAX_STRING} characters")
+            return
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                visit(x, f"{where}[{i}]")
+            return
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str) or not KEY_RE.fullmatch(k):
+                    raise ValueError(f"{where}: key {k!r} is not a plain name (letters, digits, '_')")
+                visit(x, f"{where}.{k}" if where else k)
+            return
+        raise ValueError(
+            f"{where or 'value'}: {type(v).__name__} is not a plain value "
+            "(expected numbers, booleans, null, strings, and lists or mappings of those)"
+        )
+
+    visit(value, "")
+    return value
+
+
+def check_dtype(d: Any) -> str:
+    if not isinstance(d, str) or d not in DTYPES:
+        raise ValueError(f"unknown dtype {d!r}: expected one of {', '.join(DTYPES)}")
+    return d

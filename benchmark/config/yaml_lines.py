@@ -1,0 +1,110 @@
+"""Reading a config file: YAML (safe, no anchors, aliases or merge keys, bounded nesting) with the
+line of every key, and pydantic errors turned into (field, message, line)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from benchmark.config.schema import MAX_YAML_DEPTH
+
+
+class ConfigYAMLError(yaml.YAMLError):
+    """A YAML construct configs do not allow (anchors, aliases, merge keys, deep nesting)."""
+
+    def __init__(self, problem: str, mark: yaml.Mark | None):
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, mark
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader for configs: no anchors, aliases or merge keys (so nothing expands behind a name,
+    and no alias bomb), nesting at most MAX_YAML_DEPTH deep, checked while composing, before any
+    value is constructed."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ConfigYAMLError(
+                "YAML anchors and aliases are not allowed in configs (use `defaults:` or a grid)",
+                event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise ConfigYAMLError(f"nesting deeper than {MAX_YAML_DEPTH} levels", event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        for key, _ in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                raise ConfigYAMLError("YAML merge keys ('<<') are not allowed in configs", key.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_with_lines(text: str) -> tuple[Any, dict[tuple, int]]:
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict[tuple, int] = {}
+
+        def walk(n: yaml.Node, path: tuple) -> None:
+            lines.setdefault(path, n.start_mark.line + 1)
+            if isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                    lines[path + (key,)] = k.start_mark.line + 1
+                    walk(v, path + (key,))
+            elif isinstance(n, yaml.SequenceNode):
+                for i, v in enumerate(n.value):
+                    walk(v, path + (i,))
+
+        if node is None:
+            return None, {}
+        walk(node, ())
+        data = loader.construct_document(node)
+        return data, lines
+    finally:
+        loader.dispose()
+
+
+_UNION_TAG = re.compile(
+    r"^(str|int|float|bool|none|[a-z]+\[.*\]|function-(after|before|wrap|plain)\[.*\]|literal\[.*\])$"
+)
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    """Drop pydantic's union-member and validator tags from an error location."""
+    return tuple(p for p in loc if not (isinstance(p, str) and _UNION_TAG.match(p)))
+
+
+def pydantic_field(loc: tuple) -> str:
+    return ".".join(str(p) for p in _clean_loc(loc))
+
+
+def pydantic_issues(err: ValidationError) -> list[tuple[tuple, str]]:
+    """One (location, message) per field: union alternatives are merged into one message."""
+    grouped: dict[tuple, list[str]] = {}
+    for e in err.errors():
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        loc = _clean_loc(tuple(e["loc"]))
+        if msg not in grouped.setdefault(loc, []):
+            grouped[loc].append(msg)
+    return [(loc, " or ".join(msgs)) for loc, msgs in grouped.items()]
+
+
+def line_for(lines: dict[tuple, int], path: tuple) -> int | None:
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())

@@ -1,0 +1,165 @@
+"""The typed records the stages exchange: a benchmark `Case` and the `Spec` of its fully expanded
+config (`Tensor` inputs, `ProgramStep`s, `MeasureSettings` overrides).
+
+A case's shape goes from YAML to the stored result through typed fields only:
+`configs/*.yaml` -> `benchmark.config` (schema, grid expansion) -> `Case.spec.inputs["x"].shape`
+-> runners and reference checks. The config as a plain dict (`Case.config`) exists only where it
+is serialized: its hash (`Case.config_hash`), the stored result and the worker protocol
+(`Case.to_json` / `Case.from_json`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tensor(_Frozen):
+    """One generated input: `shape` and `dtype`, values drawn uniformly in [low, high)."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    low: float = -1.0
+    high: float = 1.0
+    # Whether it gets a gradient in a backward case (None: every floating input does).
+    requires_grad: bool | None = None
+
+    def wants_grad(self) -> bool:
+        """True when a backward case differentiates with respect to this input."""
+        if self.requires_grad is None:
+            return self.dtype.startswith(("float", "bfloat"))
+        return self.requires_grad
+
+
+class ProgramStep(_Frozen):
+    """One op of a program case: `out = op(*inputs, **attrs)` (inputs by name, or keyword -> name)."""
+
+    op: str
+    inputs: list[str] | dict[str, str]
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    out: str
+
+
+class MeasureOverrides(_Frozen):
+    """A case's own measurement settings (None: the run's setting)."""
+
+    warmup_time: float | None = None
+    min_rounds: int | None = None
+    max_time: float | None = None
+    round_time: float | None = None
+    max_rounds: int | None = None
+    processes: int | None = None
+
+
+class Spec(_Frozen):
+    """The fully expanded config of one case (no `$grid` reference left), as validated by
+    `benchmark.config`. Fields of the other kinds are None."""
+
+    name: str
+    kind: Literal["op", "program", "model"]
+    seed: int = 0
+    measure: MeasureOverrides = Field(default_factory=MeasureOverrides)
+    profile: bool = False
+    backward: bool = False
+    step: Literal["train", "infer"] | None = None
+    # "torch" for the torch twin of an op case (a series of its own); absent for paddle.
+    framework: Literal["torch"] | None = None
+    # op kind
+    op: str | None = None
+    inputs: dict[str, Tensor] | None = None
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    reference: str | None = None
+    torch_op: str | None = None
+    tolerance: dict[str, float] | None = None
+    # program kind
+    feed: dict[str, Tensor] | None = None
+    ops: list[ProgramStep] | None = None
+    fetch: list[str] | None = None
+    # model kind
+    model: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    batch_size: int | None = None
+
+    @property
+    def tensors(self) -> dict[str, Tensor]:
+        """The generated inputs: `inputs` of an op case, `feed` of a program case, else none."""
+        return dict(self.inputs or self.feed or {})
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fully specified benchmark: config + one grid point + place + mode."""
+
+    case_id: str  # stable and readable, without place and mode (a series is case_id+place+mode)
+    place: str
+    mode: str
+    spec: Spec  # fully expanded; identical for every place/mode
+    config_hash: str
+    tags: tuple[str, ...] = ()
+    source: str = ""
+    line: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The expanded config as plain JSON data, exactly the fields the YAML set: what is hashed
+        (`config_hash`) and stored with each result."""
+        return self.spec.model_dump(mode="json", exclude_unset=True)
+
+    @property
+    def id(self) -> str:
+        """The pytest item id: case id + place + mode."""
+        return f"{self.case_id}-{self.place.replace(':', '')}-{self.mode}"
+
+    @property
+    def measure(self) -> dict[str, Any]:
+        """The measurement settings this case overrides (those not None)."""
+        return self.spec.measure.model_dump(exclude_none=True)
+
+    @property
+    def device(self) -> str:
+        return "gpu" if self.place.startswith("gpu") else "cpu"
+
+    def to_json(self) -> dict[str, Any]:
+        """The case as JSON data (the worker protocol); `from_json` gives it back."""
+        return {
+            "case_id": self.case_id,
+            "place": self.place,
+            "mode": self.mode,
+            "config": self.config,
+            "config_hash": self.config_hash,
+            "tags": list(self.tags),
+            "source": self.source,
+            "line": self.line,
+            "params": dict(self.params),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Case:
+        """The case `to_json` gave."""
+        return cls(
+            case_id=data["case_id"],
+            place=data["place"],
+            mode=data["mode"],
+            spec=Spec.model_validate(data["config"]),
+            config_hash=data["config_hash"],
+            tags=tuple(data.get("tags") or ()),
+            source=data.get("source") or "",
+            line=data.get("line"),
+            params=dict(data.get("params") or {}),
+        )
