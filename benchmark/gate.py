@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from scipy import stats as sps
 
 from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.deterministic import check_deterministic
+from benchmark.analysis.events import environment_events, run_environment
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.history import (
     DEFAULT_PARAMS,
@@ -56,6 +57,7 @@ from benchmark.analysis.history import (
 )
 from benchmark.gates import Gates, GateSettings
 from benchmark.results import bad_timings
+from benchmark.store import series_key
 from benchmark.verdict import FAILING, Evidence, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
@@ -97,6 +99,14 @@ class Decision:
     processes: int = 0  # ok worker processes of the new run's result (0: measured in one process)
     min_effect: float = math.nan  # the case's minimum effect (configs/gates.yaml)
     confidence: float = math.nan  # of the effect's interval
+    events: list[tuple[int | None, str]] = field(default_factory=list)
+    """Environment changes in the judged history, oldest first: (the first run under the new
+    environment, what changed: ``"driver 550.54 -> 560.28"``); candidate change points of the
+    detector, and an alert placed at one is attributed to it (``reason``: "after ...")."""
+    reverted_at_run: int | None = None
+    """A recent alert of this series whose level came back (the run that came back), when the
+    new run raised none; ``revert`` says which."""
+    revert: str = ""
 
     @property
     def failing(self) -> bool:
@@ -224,7 +234,13 @@ def _earlier_runs(base, s: GateSettings, batch) -> tuple[list, list, list, list]
 
 
 def _history(
-    decision: Decision, base, new: np.ndarray, new_procs: np.ndarray, result: Mapping, s: GateSettings
+    decision: Decision,
+    base,
+    new: np.ndarray,
+    new_procs: np.ndarray,
+    result: Mapping,
+    s: GateSettings,
+    envs: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Decision:
     runs, values, samples, procs = _earlier_runs(base, s, result.get("batch_size"))
     if not runs:
@@ -248,8 +264,11 @@ def _history(
     samples = [*samples, new][-(s.history_runs + 1) :]
     noise = [process_noise(p) for p in [*procs, new_procs]][-(s.history_runs + 1) :]
     runs = runs[-s.history_runs :]
+    ids = [*runs, result.get("run_id")]
+    events = environment_events([(envs or {}).get(r) for r in ids])
+    decision.events = [(ids[i], label) for i, label in sorted(events.items())]
     kw = {"higher_is_better": s.higher_is_better, "samples": samples, "noise": noise}
-    alerts = simulate_online(values, min_effect=s.min_effect, **kw)
+    alerts = simulate_online(values, min_effect=s.min_effect, events=events, **kw)
     newest = len(values) - 1
     alert = alerts[-1] if alerts and alerts[-1].index == newest else None
     # one-sided, in the direction of the alert (worse when there is none)
@@ -278,18 +297,19 @@ def _history(
     if alert is None:
         decision.verdict = Verdict.PASS
         decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
-        ids = [*runs, result.get("run_id")]
         back = [a for a in alerts if a.reverted_at is not None and a.index >= newest - 10]
         if back:  # a recent excursion that came back: said, so nobody chases it
             a = back[-1]
-            decision.evidence += (
-                f"; the {a.direction} raised at run {ids[a.index]} ({a.magnitude:+.1%} from run "
-                f"{ids[a.change_index]}) reverted at run {ids[a.reverted_at]}"
+            decision.reverted_at_run = ids[a.reverted_at]
+            decision.revert = (
+                f"the {a.direction} raised at run {ids[a.index]} ({a.magnitude:+.1%} from run "
+                f"{ids[a.change_index]}) came back at run {ids[a.reverted_at]}"
             )
+            decision.evidence += f"; {decision.revert}"
         return decision
     decision.verdict = Verdict.REGRESSION if alert.direction == "regression" else Verdict.IMPROVEMENT
     decision.effect = alert.magnitude
-    decision.change_run_id = ([*runs, result.get("run_id")])[alert.change_index]
+    decision.change_run_id = ids[alert.change_index]
     decision.evidence = (
         f"online detector: {alert.runs} run(s) at {alert.magnitude:+.1%}, |z|={abs(alert.z):.1f} > "
         f"{alert.threshold:.1f} ({alert.kind})"
@@ -410,19 +430,29 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
     if baseline is not None:
         if store.run(baseline) is None:
             raise GateInputError(f"there is no baseline run {baseline} in {store.display_url}")
-        base_results = {_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
+        base_results = {series_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
     # The series' history: the baseline of the history gate, and its between-run noise for an A/B.
     bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
+    envs = (
+        _environments(store, {run_id} | {r for b in bases.values() for r in b.run_ids})
+        if baseline is None
+        else {}
+    )
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
         if result["status"] == "ok":
-            _judge_result(d, s, result, bases.get(_key(result)), baseline, base_results)
+            _judge_result(d, s, result, bases.get(series_key(result)), baseline, base_results, envs)
         decisions.append(d)
     return decisions
 
 
-def _judge_result(d: Decision, s: GateSettings, result, base, baseline, base_results) -> None:
+def _environments(store, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The recorded volatile environment (drivers, kernel, Python) of each run."""
+    return {r: run_environment(store.run(r) or {}) for r in run_ids}
+
+
+def _judge_result(d: Decision, s: GateSettings, result, base, baseline, base_results, envs=None) -> None:
     raw = result.get("samples") or []
     batch = result.get("batch_size")
     new = metric_samples(raw, s.metric, batch)
@@ -435,7 +465,7 @@ def _judge_result(d: Decision, s: GateSettings, result, base, baseline, base_res
     elif d.value is None:
         d.verdict, d.reason = Verdict.NEW, "the result has no raw samples to judge"
     elif baseline is not None:
-        b = base_results.get(_key(result))
+        b = base_results.get(series_key(result))
         if b is None:
             d.verdict, d.reason = Verdict.NEW, f"run {baseline} has no ok result of this series"
             return
@@ -462,17 +492,13 @@ def _judge_result(d: Decision, s: GateSettings, result, base, baseline, base_res
         if s.metric == "instructions":
             _instructions_history(d, base, new, result, s)
         else:
-            _history(d, base, new, procs, result, s)
+            _history(d, base, new, procs, result, s, envs)
         corrupt = (
             [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)] if base else []
         )
         if corrupt:
             left_out = f"earlier run(s) {', '.join(map(str, corrupt))} left out: invalid samples"
             d.reason = "; ".join(p for p in (d.reason, left_out) if p)
-
-
-def _key(r: Mapping[str, Any]) -> tuple:
-    return (r["case_id"], r["config_hash"], r["place"], r["mode"], r.get("metric") or "time")
 
 
 def _control_fdr(decisions: list[Decision], alpha: float) -> None:

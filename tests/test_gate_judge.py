@@ -137,3 +137,33 @@ def test_nothing_to_compare_only_when_every_measured_case_is_new():
     assert nothing_to_compare(["new", "pass"]) is None
     assert nothing_to_compare(["skipped", "error"]) is None
     assert nothing_to_compare([]) is None
+
+
+def test_an_excursion_that_came_back_is_said_by_the_gate_and_the_markdown_report(url, make_result, capsys):
+    """Two runs 20% slower, then two back at the old level: the gate on the last run passes and says
+    which alert came back at which run (text, JSON), as the Markdown report does."""
+    rng = np.random.default_rng(4)
+    levels = np.exp(rng.normal(0, 0.01, 30)) * 1e-3
+    levels[26:28] *= 1.2
+    run_ids = []
+    with open_store(url) as store:
+        for i, v in enumerate(levels):
+            run_id = store.begin_run(MACHINE, {"started_at": 1.7e9 + i * DAY})
+            store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
+            store.finish_run(run_id)
+            run_ids.append(run_id)
+    assert main(["gate", "--db", url, "--run", str(run_ids[27])]) == 1  # raised on its second run
+    capsys.readouterr()
+
+    said = f"the regression raised at run {run_ids[27]} (+"
+    back = f"from run {run_ids[26]}) came back at run {run_ids[28]}"
+    assert main(["gate", "--db", url, "--run", str(run_ids[-1])]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("came back: ")]
+    assert line.startswith(f"came back: op.add [cpu dynamic]: {said}") and line.endswith(back)
+    code, doc = _gate(url, run_ids[-1], capsys)
+    (d,) = doc["decisions"]
+    assert code == 0 and d["verdict"] == "pass" and d["reverted_at_run"] == run_ids[28]
+    assert d["revert"].startswith(said) and d["revert"].endswith(back)
+    md = _md(url, run_ids[-1], capsys)
+    section = md.split("### Environment changes and levels that came back")[1].split("###")[0]
+    assert f"- `op.add` (cpu, dynamic): {said}" in section and back in section

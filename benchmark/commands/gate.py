@@ -74,6 +74,25 @@ def format_decision(d) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def event_lines(decisions) -> list[str]:
+    """One line per environment change in the judged histories (drivers, kernel, Python), with the
+    series it is on: ``run 12: after driver 550 -> 560 (2 series: a [cpu dynamic], b [cpu dynamic])``."""
+    on: dict[tuple, list[str]] = {}
+    for d in decisions:
+        for run, label in d.events:
+            on.setdefault((run, label), []).append(f"{d.case_id} [{d.place} {d.mode}]")
+    lines = []
+    for (run, label), series in sorted(on.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0)):
+        names = ", ".join(series[:5]) + (f" and {len(series) - 5} more" if len(series) > 5 else "")
+        lines.append(f"run {run}: after {label} ({len(series)} series: {names})")
+    return lines
+
+
+def revert_lines(decisions) -> list[str]:
+    """One line per series whose recent alert came back to the old level."""
+    return [f"{d.case_id} [{d.place} {d.mode}]: {d.revert}" for d in decisions if d.revert]
+
+
 def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]:
     """The runs to judge and how to name them: --run-group (or $BENCHMARK_RUN_GROUP with --run
     latest) is every run of that group; 'latest' is the latest run, with the rest of its group."""
@@ -140,6 +159,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(f"notice: {judgement.notice}")
     for d in shown:
         print(format_decision(d))
+    for line in event_lines(decisions):
+        print(f"environment: {line}")
+    for line in revert_lines(decisions):
+        print(f"came back: {line}")
     print(
         f"gate: {'PASS' if ok else 'FAIL'} ({len(failing)} failing case(s), {len(improved)} improvement(s))"
     )

@@ -99,6 +99,10 @@ class Row:
     """Where the judge's evidence came from."""
     processes: int = 0
     """Worker processes of the new result (0: measured in one process)."""
+    events: list[tuple[int | None, str]] = field(default_factory=list)
+    """Environment changes in the judged history: (first run under the new one, what changed)."""
+    revert: str = ""
+    """A recent alert of the series whose level came back (the judge's words), or ""."""
 
     @property
     def regressed(self) -> bool:
@@ -156,6 +160,8 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         judged=d.verdict,
         evidence_kind=d.evidence_kind,
         processes=d.processes,
+        events=list(d.events),
+        revert=d.revert,
         min_effect=d.min_effect if math.isfinite(d.min_effect) else DEFAULT_MIN_EFFECT,
         confidence=d.confidence if math.isfinite(d.confidence) else 1 - DEFAULT_ALPHA,
     )

@@ -140,6 +140,26 @@ def _history_table(rows: list[Row]) -> str:
     return _table(header, ("---", "---", "---", "---", "---:", "---", "---"), lines)
 
 
+def _events_and_reverts(rows: list[Row]) -> str:
+    """Environment changes in the judged histories (one line per change, with its series) and the
+    series whose recent alert came back to the old level; "" when there are none."""
+    on: dict[tuple, list[Row]] = {}
+    for r in rows:
+        for run, label in r.events:
+            on.setdefault((run, label), []).append(r)
+    lines = []
+    for (run, label), series in sorted(on.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0)):
+        names = ", ".join(f"{code(r.case_id)} ({text(r.place)}, {text(r.mode)})" for r in series[:5])
+        more = f" and {len(series) - 5} more" if len(series) > 5 else ""
+        lines.append(f"- run {run}: after {text(label)} ({len(series)} series: {names}{more})")
+    lines += [
+        f"- {code(r.case_id)} ({text(r.place)}, {text(r.mode)}): {text(r.revert)}" for r in rows if r.revert
+    ]
+    if not lines:
+        return ""
+    return "### Environment changes and levels that came back\n\n" + "\n".join(lines)
+
+
 def _inconclusive(rows: list[Row]) -> str:
     items = [r for r in rows if r.verdict == "inconclusive"]
     if not items:
@@ -228,6 +248,9 @@ def render(
     ]
     if baseline_run is None:
         sections.append(f"### History (online detector over the last 100 runs)\n\n{_history_table(rows)}")
+        events = _events_and_reverts(rows)
+        if events:
+            sections.append(events)
     tail = _inconclusive(rows) + _problems(rows)
     if tail:
         sections.append(tail.strip("\n"))
