@@ -47,14 +47,8 @@ from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.events import environment_events, run_environment
 from benchmark.analysis.fdr import adjust_pvalues
-from benchmark.analysis.history import (
-    DEFAULT_PARAMS,
-    between_run_noise,
-    latest_pvalue,
-    pooled_process_spread,
-    process_noise,
-    simulate_online,
-)
+from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
+from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.gates import Gates, GateSettings
 from benchmark.results import bad_timings
 from benchmark.store import series_key

@@ -21,7 +21,7 @@ import argparse
 import numpy as np
 
 from benchmark.analysis.compare import compare, compare_processes
-from benchmark.analysis.history import pooled_process_spread
+from benchmark.analysis.robust import pooled_process_spread
 
 ALPHA, MIN_EFFECT, WITHIN, ROUNDS = 0.01, 0.05, 0.01, 30
 

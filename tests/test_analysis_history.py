@@ -8,16 +8,9 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.fdr import benjamini_hochberg
-from benchmark.analysis.history import (
-    IMPROVEMENT,
-    REGRESSION,
-    Alert,
-    ChangePoint,
-    check_latest,
-    latest_pvalue,
-    segment,
-    simulate_online,
-)
+from benchmark.analysis.history import Alert, check_latest, latest_pvalue, simulate_online
+from benchmark.analysis.robust import IMPROVEMENT, REGRESSION
+from benchmark.analysis.segmentation import ChangePoint, segment
 
 
 def ar1(n, sigma, rho, rng):

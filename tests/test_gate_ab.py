@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.compare import compare, compare_processes
-from benchmark.analysis.history import between_run_noise, pooled_process_spread, process_noise
+from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
 from benchmark.results import CaseResult, process_entry, summarize_processes
 from benchmark.store import open_store

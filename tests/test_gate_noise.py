@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmark.analysis.history import check_latest, process_noise
+from benchmark.analysis.history import check_latest
+from benchmark.analysis.robust import process_noise
 from benchmark.gate import evaluate
 from benchmark.gates import load_gates
 from benchmark.results import CaseResult, process_entry, summarize_processes

@@ -302,7 +302,7 @@ def compare_processes(
     process gives its one run value. ``noise``: the between-run standard deviation of the series'
     log run values (from its history), used only when a side has fewer than 2 values; ``noise_df``
     its degrees of freedom. ``spread``: (variance, degrees of freedom) of log process values within
-    a run, pooled over the series' earlier runs (:func:`benchmark.analysis.history.pooled_process_spread`):
+    a run, pooled over the series' earlier runs (:func:`benchmark.analysis.robust.pooled_process_spread`):
     it adds degrees of freedom to each side's variance, never lowering it below the side's own.
     ``ratio`` is candidate / baseline.
     """

@@ -4,7 +4,7 @@ The CSV has a header and a column ``value`` (one per run, oldest first); optiona
 (a label), ``samples`` (that run's raw samples, separated by spaces) and ``env`` (a label of the run's
 environment, e.g. ``driver 550.54``: where it differs from the previous run's, the environment
 changed, and that run is a candidate change point). It prints the offline change points
-(:func:`benchmark.analysis.history.segment`) and the alerts the online gate would have raised had the
+(:func:`benchmark.analysis.segmentation.segment`) and the alerts the online gate would have raised had the
 runs arrived one at a time (:func:`benchmark.analysis.history.simulate_online`), each alert with the
 run where the level came back (``reverted_at``) and the environment change it is attributed to.
 Exit status: 0 after a successful analysis (whatever it found), 2 when the CSV cannot be used.
@@ -99,7 +99,8 @@ def read_series(path: str) -> Series:
 
 def analyse(series: Series, *, min_effect: float, higher_is_better: bool):
     """Offline change points and online alerts of the series."""
-    from benchmark.analysis.history import segment, simulate_online
+    from benchmark.analysis.history import simulate_online
+    from benchmark.analysis.segmentation import segment
 
     events = series.events()
     cps = segment(

@@ -8,7 +8,7 @@ Two views:
   judge's verdict (``judged``) and where its evidence came from (``evidence_kind``), so a report,
   the dashboard badges and `benchmark gate` never disagree (:func:`gate_passed`, :func:`run_notice`).
 * **History of a series** (:func:`load_series`, :func:`analyse`): the per-run medians of one case on one
-  machine, its offline change points (:func:`~benchmark.analysis.history.segment`) and the alerts the
+  machine, its offline change points (:func:`~benchmark.analysis.segmentation.segment`) and the alerts the
   online gate would have raised (:func:`~benchmark.analysis.history.simulate_online`), summed up as a
   status: ``regression``, ``improvement``, ``ok``, ``new`` (too short to test), ``error`` or
   ``skipped`` (the latest result did not produce a number).
@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from benchmark.analysis.events import environment_events
-from benchmark.analysis.history import Alert, ChangePoint, segment, simulate_online
+from benchmark.analysis.history import Alert, simulate_online
+from benchmark.analysis.segmentation import ChangePoint, segment
 from benchmark.gate import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
 from benchmark.verdict import FAILING, Evidence, Verdict

@@ -229,7 +229,7 @@ def real_histories(
     min_effect: float = REAL_MIN_EFFECT,
 ) -> tuple[list[list[str]], list[tuple[str, str, bool]], int, int]:
     """Every alert of the online gate on the real histories under tests/data/histories, judged."""
-    from benchmark.analysis.history import segment
+    from benchmark.analysis.segmentation import segment
 
     rows: list[list[str]] = []
     small = lone = wrong = total = 0
