@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
-from benchmark.report import plots
+from benchmark.report import jobs, plots, trend
 from benchmark.report.compare_runs import Row, SeriesData, analyse, load_series
 from benchmark.results import CaseResult
 from benchmark.store import open_store
@@ -105,7 +105,7 @@ def test_rate_units():
 
 def test_trend_plot_shows_medians_samples_and_units(store):
     s = _series(store, "ops.flat")
-    fig = plots.trend_plot(s)
+    fig = trend.trend_plot(s)
     ax = fig.axes[0]
     assert "ops.flat[n=1]" in ax.get_title() and "cpu" in ax.get_title()
     (median,) = _by_gid(fig, "median")
@@ -125,7 +125,7 @@ def test_trend_plot_marks_the_change_point_and_the_alert(store):
     s = _series(store, "ops.step")
     analysis = analyse(s)
     assert [cp.index for cp in analysis.change_points] == [STEP_AT]
-    fig = plots.trend_plot(s, analysis)
+    fig = trend.trend_plot(s, analysis)
     (cp_line,) = _by_gid(fig, "change-point")
     assert cp_line.get_xdata()[0] == pytest.approx(STEP_AT - 0.5)
     (label,) = _by_gid(fig, "change-point-label")
@@ -160,14 +160,14 @@ def _long_series(n: int = 200, step_at: int = 197) -> SeriesData:
 
 
 def test_long_history_gets_a_zoom_on_the_latest_runs_and_no_overlapping_text():
-    fig = plots.trend_plot(_long_series())
+    fig = trend.trend_plot(_long_series())
     assert len(fig.axes) == 2
     main, zoom = fig.axes
     assert len(_by_gid(fig, "median")[0].get_xdata()) == 200
     (zoom_median,) = [ln for ln in zoom.lines if ln.get_gid() == "median"]
-    assert list(zoom_median.get_xdata()) == list(range(200 - plots.ZOOM_RUNS, 200))
+    assert list(zoom_median.get_xdata()) == list(range(200 - trend.ZOOM_RUNS, 200))
     assert any(ln.get_gid() == "change-point" for ln in zoom.lines)
-    assert f"last {plots.ZOOM_RUNS} runs" in zoom.get_title()
+    assert f"last {trend.ZOOM_RUNS} runs" in zoom.get_title()
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
@@ -184,14 +184,14 @@ def test_long_history_gets_a_zoom_on_the_latest_runs_and_no_overlapping_text():
 
 def test_throughput_trend_uses_samples_per_second(store):
     s = _series(store, "models.resnet")
-    fig = plots.trend_plot(s, metric="throughput")
+    fig = trend.trend_plot(s, metric="throughput")
     assert "samples/s" in fig.axes[0].get_ylabel()
     (median,) = _by_gid(fig, "median")
     assert np.median(median.get_ydata()) == pytest.approx(640, rel=0.05)
 
 
 def test_save_writes_png_and_svg(store, tmp_path):
-    fig = plots.trend_plot(_series(store, "ops.step"))
+    fig = trend.trend_plot(_series(store, "ops.step"))
     paths = plots.save(fig, tmp_path / "sub" / "trend")
     assert [p.name for p in paths] == ["trend.png", "trend.svg"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[0].stat().st_size > 10_000
@@ -313,25 +313,55 @@ def test_telemetry_without_data_is_none():
 
 def test_render_all_in_parallel_matches_serial(store, tmp_path):
     series = load_series(store)
-    jobs = [
-        plots.PlotJob("trend", str(tmp_path / "p" / f"s{i}"), s, None, ("png",))
+    todo = [
+        jobs.PlotJob("trend", str(tmp_path / "p" / f"s{i}"), s, None, ("png",))
         for i, s in enumerate(series * 3)
     ]
-    assert len(jobs) >= 8  # enough to use the process pool
-    parallel = plots.render_all(jobs, workers=2, progress=False)
-    serial = plots.render_all(
-        [plots.PlotJob(j.kind, j.path.replace("/p/", "/q/"), j.data, None, j.formats) for j in jobs],
-        workers=1,
+    assert len(todo) >= 8  # enough to use the process pool
+    parallel = jobs.render_all(todo, workers=2, progress=False)
+    serial = jobs.render_all(
+        [jobs.PlotJob(j.kind, j.path.replace("/p/", "/q/"), j.data, None, j.formats) for j in todo], workers=1
     )
-    assert len(parallel) == len(serial) == len(jobs)
-    assert all((tmp_path / "p" / f"s{i}.png").stat().st_size > 0 for i in range(len(jobs)))
+    assert len(parallel) == len(serial) == len(todo)
+    assert all((tmp_path / "p" / f"s{i}.png").stat().st_size > 0 for i in range(len(todo)))
+
+
+def test_one_builder_gives_every_job_its_series_key(store, tmp_path):
+    series = load_series(store)
+    run_id = store.latest_run_id()
+    results = store.results(run_id)
+    machine = store.run(run_id)["machine"]
+    timeline = {"timeline": [{"t": 0.0, "gpu_util": 5}, {"t": 0.1, "gpu_util": 9}]}
+    with_timeline = {**results[0], "telemetry": timeline}
+    todo = jobs.build(
+        tmp_path,
+        formats=("png",),
+        run_id=run_id,
+        rows=[],
+        baseline=3,
+        trends=[(s, None) for s in series],
+        telemetry=[(jobs.result_key(with_timeline, machine), with_timeline),
+                   *((jobs.result_key(r, machine), r) for r in results[1:])],  # no timeline: no job
+        series_dir="series",
+    )  # fmt: skip
+    assert [j.kind for j in todo] == ["ab"] + ["trend"] * len(series) + ["telemetry"]
+    assert todo[0].key is None and todo[0].title == f"Run {run_id} against run 3"
+    assert [j.key for j in todo[1:-1]] == [s.key for s in series]
+    assert todo[-1].key == jobs.result_key(with_timeline, machine)
+    rendered = jobs.render_all(todo, workers=1)
+    assert [(r.kind, r.key) for r in rendered] == [(j.kind, j.key) for j in todo]
+    assert all(len(r.files) == 1 and r.files[0].endswith(".png") for r in rendered)
+    assert jobs.files_of(rendered, "ab") == [str(tmp_path / f"ab-run{run_id}.png")]
+    assert all(f.startswith(str(tmp_path / "series")) for f in jobs.files_of(rendered, "trend"))
+    with pytest.raises(ValueError, match="run id"):
+        jobs.build(tmp_path, formats=("png",), rows=[])
 
 
 def test_model_series_are_drawn_as_throughput():
     import numpy as np
 
     from benchmark.report.compare_runs import SeriesData
-    from benchmark.report.plots import series_metric, trend_plot
+    from benchmark.report.trend import series_metric, trend_plot
 
     base = dict(
         case_id="lstm-train",

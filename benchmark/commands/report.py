@@ -88,9 +88,8 @@ def cmd_plot(args) -> int:
 
 def _plot(args) -> int:
     from benchmark.parallel import parallel_map
-    from benchmark.report import plots
+    from benchmark.report import jobs
     from benchmark.report.compare_runs import analyse_one, compare_run, default_min_effect, load_series
-    from benchmark.report.html import slug_for
 
     out = Path(args.out)
     with _open(args) as store:
@@ -103,46 +102,22 @@ def _plot(args) -> int:
         min_effect = default_min_effect()
         analyses = parallel_map(analyse_one, [(s, min_effect) for s in series], workers=args.jobs,
                                 description="analysing series")  # fmt: skip
-        jobs = [
-            plots.PlotJob("trend", str(out / f"{slug_for(s)}.trend"), s, a, args.format)
-            for s, a in zip(series, analyses, strict=True)
-        ]
+        rows, timelines = None, []
         if run_id is not None:
-            jobs = _run_plot_jobs(store, run_id, args, out, compare_run, min_effect) + jobs
-    files = plots.render_all(jobs, workers=args.jobs)
-    figures = len({str(Path(f).with_suffix("")) for f in files})
-    print(f"{figures} plot(s), {len(files)} file(s) in {out}")
+            rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
+            rows = [r for r in rows if _row_matches(r, args.patterns, args.place)]
+            machine = (store.run(run_id) or {}).get("machine") or ""
+            timelines = [
+                (jobs.result_key(r, machine), r)
+                for r in store.results(run_id)
+                if _row_matches(r, args.patterns, args.place)
+            ]
+        todo = jobs.build(out, formats=args.format, run_id=run_id, rows=rows, baseline=args.baseline,
+                          trends=list(zip(series, analyses, strict=True)), telemetry=timelines)  # fmt: skip
+    rendered = jobs.render_all(todo, workers=args.jobs)
+    files = jobs.files_of(rendered)
+    print(f"{sum(bool(r.files) for r in rendered)} plot(s), {len(files)} file(s) in {out}")
     return 0
-
-
-def _run_plot_jobs(store, run_id: int, args, out: Path, compare_run, min_effect: float):
-    from benchmark.report import plots
-    from benchmark.report.html import slug_for
-
-    rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
-    if args.patterns or args.place:
-        rows = [r for r in rows if _row_matches(r, args.patterns, args.place)]
-    against = f"run {args.baseline}" if args.baseline else "its baseline"
-    jobs = [
-        plots.PlotJob(
-            "ab", str(out / f"ab-run{run_id}"), rows, None, args.format, f"Run {run_id} against {against}"
-        )
-    ]
-    for r in store.results(run_id):
-        if plots.has_timeline(r) and _row_matches(r, args.patterns, args.place):
-            slug = slug_for(_Keyed(r))
-            jobs.append(
-                plots.PlotJob("telemetry", str(out / f"{slug}.telemetry-run{run_id}"), r, None, args.format)
-            )
-    return jobs
-
-
-class _Keyed:
-    """Just enough of a SeriesData (case id, place, mode, key) to name a file after a result."""
-
-    def __init__(self, r) -> None:
-        self.case_id, self.place, self.mode = r["case_id"], r["place"], r["mode"]
-        self.key = (r["case_id"], r["config_hash"], r["place"], r["mode"], r.get("machine") or "")
 
 
 def _row_matches(r, patterns, place) -> bool:
@@ -171,7 +146,7 @@ def _report(args) -> int:
 
 
 def _report_md(args) -> int:
-    from benchmark.report import markdown, plots
+    from benchmark.report import markdown
     from benchmark.report.compare_runs import compare_run, default_min_effect, load_series
 
     with _open(args) as store:
@@ -189,8 +164,8 @@ def _report_md(args) -> int:
                 if changed
                 else []
             )
-            files = _md_plots(plots, rows, series, run_id, args, out, min_effect)
-            where = where or _plots_note(out, run_id, len(series), files)
+            ab_files = _md_plots(rows, series, run_id, args, out, min_effect)
+            where = where or _plots_note(out, len(series), ab_files)
         text = markdown.render(run, rows, baseline_run=base, plots=where, db=store.display_url)
     if args.out:
         (Path(args.out) / "report.md").write_text(text, encoding="utf-8")
@@ -198,32 +173,29 @@ def _report_md(args) -> int:
     return 0
 
 
-def _md_plots(plots, rows, series, run_id: int, args, out: Path, min_effect: float) -> list[str]:
+def _md_plots(rows, series, run_id: int, args, out: Path, min_effect: float) -> list[str]:
     """The A/B chart of the run and the trend plots of the series that changed, into `out`."""
     import dataclasses
 
+    from benchmark.report import jobs
     from benchmark.report.compare_runs import NOT_IN_RUN, analyse_one, judged_statuses
-    from benchmark.report.html import slug_for
 
-    formats = args.plot_format or ("png", "svg")
-    against = f"run {args.baseline}" if args.baseline else "its baseline"
-    jobs = [
-        plots.PlotJob(
-            "ab", str(out / f"ab-run{run_id}"), rows, None, formats, f"Run {run_id} against {against}"
-        )
-    ]
     machine = next((s.machine for s in series), "")
     statuses = judged_statuses(rows, machine)  # the plot's status is the judge's, as in the report
-    for s in series:
-        analysis = dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.key, NOT_IN_RUN))
-        jobs.append(plots.PlotJob("trend", str(out / f"{slug_for(s)}.trend"), s, analysis, formats))
-    return plots.render_all(jobs, workers=args.jobs)
+    trends = [
+        (s, dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.key, NOT_IN_RUN)))
+        for s in series
+    ]
+    todo = jobs.build(out, formats=args.plot_format or ("png", "svg"), run_id=run_id, rows=rows,
+                      baseline=args.baseline, trends=trends)  # fmt: skip
+    rendered = jobs.render_all(todo, workers=args.jobs)
+    return jobs.files_of(rendered, jobs.AB)
 
 
-def _plots_note(out: Path, run_id: int, n_trends: int, files: list[str]) -> str:
+def _plots_note(out: Path, n_trends: int, ab_files: list[str]) -> str:
     from benchmark.report.markdown import code
 
-    ab = next((f for f in files if Path(f).name.startswith(f"ab-run{run_id}.")), None)
+    ab = next(iter(ab_files), None)
     note = f"In {code(out)}: the A/B chart {code(Path(ab).name) if ab else '-'}"
     if n_trends:
         note += f" and the trend plots of the {n_trends} changed series (`*.trend.png`)"

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import math
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ import numpy as np
 
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.parallel import parallel_map
-from benchmark.report import plots
+from benchmark.report import jobs, plots
 from benchmark.report.compare_runs import (
     BASELINE_TEXT,
     NOT_IN_RUN,
@@ -105,13 +103,6 @@ class Dashboard:
     timings: dict[str, float]
     run_id: int | None = None
     rows: list[Row] = field(default_factory=list)
-
-
-def slug_for(series: SeriesData) -> str:
-    """A file-name-safe, unique and stable name for a series."""
-    digest = hashlib.sha1(json.dumps(series.key).encode()).hexdigest()[:10]
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{series.case_id}-{series.place}-{series.mode}").strip("._-")
-    return f"{stem[:80]}-{digest}"
 
 
 def needs_plot(analysis: SeriesAnalysis) -> bool:
@@ -605,39 +596,13 @@ def _latest_run_of(series: SeriesData) -> int | None:
     return max(cands)[1] if cands else None
 
 
-def _plot_jobs(
-    entries: list[Entry], out_dir: Path, all_plots: bool, formats: tuple[str, ...]
-) -> list[plots.PlotJob]:
-    return [
-        plots.PlotJob("trend", str(out_dir / "series" / f"{en.slug}.trend"), en.series, en.analysis, formats)
-        for en in entries
-        if all_plots or needs_plot(en.analysis)
-    ]
-
-
-def _telemetry_jobs(results: list[dict[str, Any]], by_key: dict[tuple, Entry], machine: str, out_dir: Path,
-                    all_plots: bool, formats: tuple[str, ...]) -> list[plots.PlotJob]:  # fmt: skip
-    """NVML timelines of the run's results, for the series whose plots are rendered."""
-    jobs = []
-    for r in results:
-        entry = by_key.get((r["case_id"], r["config_hash"], r["place"], r["mode"], machine))
-        if entry is None or not plots.has_timeline(r) or not (all_plots or needs_plot(entry.analysis)):
-            continue
-        path = str(out_dir / "series" / f"{entry.slug}.telemetry")
-        jobs.append(plots.PlotJob("telemetry", path, r, None, formats))
-    return jobs
-
-
-def _attach(entries: list[Entry], files: list[str]) -> None:
-    by_slug = {en.slug: en for en in entries}
-    for f in files:
-        parts = Path(f).name.rsplit(".", 2)
-        if len(parts) != 3:
-            continue
-        slug, kind, _ext = parts
-        en = by_slug.get(slug)
+def _attach(entries: list[Entry], rendered: list[jobs.Rendered]) -> None:
+    """Each series' trend and telemetry files, by the key their job carried."""
+    by_key = {en.series.key: en for en in entries}
+    for r in rendered:
+        en = by_key.get(r.key) if r.key is not None else None
         if en is not None:
-            (en.plot_files if kind == "trend" else en.telemetry_files).append(f)
+            (en.plot_files if r.kind == jobs.TREND else en.telemetry_files).extend(r.files)
 
 
 def build_dashboard(
@@ -675,16 +640,12 @@ def build_dashboard(
         entries = _judged_status(entries, run, rows)
     with _timed(timings, "plots"):
         (out / "series").mkdir(parents=True, exist_ok=True)
-        jobs = (
-            _jobs(entries, run, rows, results, baseline, out, all_plots, tuple(formats))
-            if plots_enabled
-            else []
-        )
-        files = plots.render_all(jobs, workers=workers, progress=progress, description="rendering plots")
-        _attach(entries, files)
+        todo = _jobs(entries, run, rows, results, baseline, out, all_plots, formats) if plots_enabled else []
+        rendered = jobs.render_all(todo, workers=workers, progress=progress, description="rendering plots")
+        _attach(entries, rendered)
     with _timed(timings, "html"):
-        ab_files = [f for f in files if Path(f).name.startswith("ab-run")]
-        _write_pages(store, entries, out, run, rows, ab_files)
+        _write_pages(store, entries, out, run, rows, jobs.files_of(rendered, jobs.AB))
+    files = jobs.files_of(rendered)
     return Dashboard(out, out / "index.html", entries, files, timings, run["id"] if run else None, rows)
 
 
@@ -715,7 +676,7 @@ def _analyse(series: list[SeriesData], min_effects: list[float], workers, progre
     """Change points and alerts of every series (in parallel): what the trend shows."""
     analyses = parallel_map(analyse_one, list(zip(series, min_effects, strict=True)), workers=workers,
                                   progress=progress, description="analysing series")  # fmt: skip
-    return [Entry(s, a, slug_for(s)) for s, a in zip(series, analyses, strict=True)]
+    return [Entry(s, a, jobs.slug_for(s.key)) for s, a in zip(series, analyses, strict=True)]
 
 
 def _judged_status(entries: list[Entry], run, rows: list[Row]) -> list[Entry]:
@@ -739,27 +700,15 @@ def _compare(store, run_id: int | None, baseline: int | None, min_effect: float)
     return run, compare_run(store, run_id, baseline, min_effect=min_effect), store.results(run_id)
 
 
-def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, formats) -> list[plots.PlotJob]:
-    """The A/B chart first (the longest job starts while the others are shared out), then trends
-    and telemetry timelines."""
-    jobs: list[plots.PlotJob] = []
-    if rows:
-        against = f"run {baseline}" if baseline else "its baseline"
-        jobs.append(
-            plots.PlotJob(
-                "ab",
-                str(out / f"ab-run{run['id']}"),
-                rows,
-                None,
-                formats,
-                f"Run {run['id']} against {against}",
-            )
-        )
-    jobs += _plot_jobs(entries, out, all_plots, formats)
-    if run is not None:
-        by_key = {en.series.key: en for en in entries}
-        jobs += _telemetry_jobs(results, by_key, run.get("machine") or "", out, all_plots, formats)
-    return jobs
+def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, formats) -> list[jobs.PlotJob]:
+    """The run's A/B chart, then the trends and NVML timelines of the series that need a plot."""
+    shown = [en for en in entries if all_plots or needs_plot(en.analysis)]
+    keys = {en.series.key for en in shown}
+    machine = (run or {}).get("machine") or ""
+    timelines = [(k, r) for r in results if (k := jobs.result_key(r, machine)) in keys]
+    return jobs.build(out, formats=formats, run_id=run["id"] if run else None, rows=rows or None,
+                      baseline=baseline, trends=[(en.series, en.analysis) for en in shown],
+                      telemetry=timelines, series_dir="series")  # fmt: skip
 
 
 def _write_pages(store, entries: list[Entry], out: Path, run, rows: list[Row], ab_files: list[str]) -> None:
