@@ -110,11 +110,11 @@ def one_case(tmp_path):
 
 
 def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
-    from benchmark.plugin import _CaseTrials
+    from benchmark.plugin.casetrials import CaseTrials
     from benchmark.trials import Trial
 
     case = one_case(tmp_path)
-    state = _CaseTrials(case=case, result=CaseResult.for_case(case))
+    state = CaseTrials(case=case, result=CaseResult.for_case(case))
     trial = Trial(case=case, key="one", index=0, processes=2, round=0, order=0)
     assert state.add(trial, {"status": "ok", "samples": [1e-3, float("nan")], "pid": 7, "iterations": 3})
     result = state.finish()
@@ -123,11 +123,11 @@ def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
 
 
 def test_checks_after_timing_fail_or_err_the_case(tmp_path):
-    from benchmark.plugin import _CaseTrials
+    from benchmark.plugin.casetrials import CaseTrials
     from benchmark.trials import Trial
 
     case = one_case(tmp_path)
-    state = _CaseTrials(case=case, result=CaseResult.for_case(case))
+    state = CaseTrials(case=case, result=CaseResult.for_case(case))
     for i in range(2):
         trial = Trial(case=case, key="one", index=i, processes=2, round=i, order=i)
         done = state.add(trial, {"status": "ok", "samples": [2e-3, 2e-3, 2e-3], "pid": 10 + i})

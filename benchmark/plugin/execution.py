@@ -1,0 +1,299 @@
+"""Running the cases: in worker processes before the items run (`measure_in_workers`: trials in
+randomized interleaved rounds, `benchmark.trials`, then the checks after timing in a worker of
+their own), or inside each item (`run_case`, --bench-processes 0, through pytest-benchmark's
+fixture); the bodies of the case and gate items (benchmark/test_cases.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmark import measure
+from benchmark.model import Case
+from benchmark.plugin.casetrials import CaseTrials, apply_checks
+from benchmark.plugin.session import BenchSession, item_cases
+from benchmark.plugin.terminal import Progress, counts
+from benchmark.results import CaseResult
+
+
+def run_gate(case: Case, bench: BenchSession) -> None:
+    """The body of a gate item: fail it when the case regressed (or errored), with the reason."""
+    d = bench.gate_decision(case)
+    counted = bench.gate_decision(case, "instructions")  # None without --bench-instructions
+    failing = [x for x in (d, counted) if x is not None and x.failing]
+    if failing:
+        from benchmark.report.text import format_decision
+
+        pytest.fail("\n".join(format_decision(x) for x in failing), pytrace=False)
+    if d is None or d.verdict == "skipped":
+        pytest.skip("no result of this case in this run")
+
+
+def start_telemetry(place: str, interval: float):
+    """An NVML sampler for a CUDA place, started before warmup; None on CPU or without NVML.
+
+    Without a driver, the session has already said so in one line (`pytest_sessionstart`).
+    """
+    if not place.startswith("gpu"):
+        return None
+    from benchmark.telemetry.devices import nvml_device_index
+    from benchmark.telemetry.nvml import nvml_status
+    from benchmark.telemetry.sampler import NvmlSampler
+
+    if not nvml_status()[0]:
+        return None
+    index = nvml_device_index(int(place.split(":")[1]) if ":" in place else 0)
+    if index is None:
+        return None
+    return NvmlSampler(device_index=index, interval=interval).start()
+
+
+def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
+    """Prepare, measure and record one case in this process (--bench-processes 0); skips and
+    errors are recorded too, never as numbers. `benchmark`: pytest-benchmark's fixture, or a
+    callable returning it (requested only for a case that is measured)."""
+    from benchmark import runners
+
+    result = CaseResult.for_case(case)
+    ok, reason = runners.framework_available(bench.framework)
+    if ok:
+        ok, reason = runners.place_available(case.place, bench.framework)
+    if not ok:
+        result.status, result.message = "skipped", reason
+        result.finished_at = time.time()
+        bench.record(result)
+        bench.record_instructions(case, result)
+        pytest.skip(reason)
+    if not hasattr(benchmark, "pedantic"):
+        benchmark = benchmark()
+    settings = bench.settings.override(case.measure)
+    prepared = None
+    sampler = start_telemetry(case.place, bench.config.getoption("bench_nvml_interval"))
+    try:
+        t0 = time.perf_counter()
+        prepared = runners.prepare(case)
+        result.extra["prepare_s"] = time.perf_counter() - t0
+        result.extra.update(prepared.info)
+        for key, value in measure.measure(benchmark, prepared, case.place, settings).items():
+            if key == "extra":
+                result.extra.update(value)
+            else:
+                setattr(result, key, value)
+        result.status = "ok"
+        checks = checks_wanted(bench, case)
+        if checks:  # after the timed measurement, never inside it; what the `checks` worker task does
+            from benchmark.runners.worker import run_checks as run_case_checks
+
+            apply_checks(result, {"status": "ok", **run_case_checks(case, prepared, checks, settings)})
+    except runners.RunnerUnavailable as e:
+        result.status, result.message = "skipped", str(e)
+    except Exception as e:  # noqa: BLE001 - any failure of a case is recorded as that case's error
+        result.status = "error"
+        result.message = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        result.extra["traceback"] = traceback.format_exc(limit=8)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+            result.telemetry = sampler.telemetry()
+        if prepared is not None:
+            prepared.close()
+        result.finished_at = time.time()
+    bench.record(result)
+    bench.record_instructions(case, result)
+    return item_outcome(case, result, bench)
+
+
+def report_case(case: Case, bench: BenchSession) -> CaseResult:
+    """The body of an item whose case was measured in worker processes: count its instructions
+    (with --bench-instructions), then pass, skip or fail with the recorded result."""
+    result = bench.worker_results.get(case.id)
+    if result is None:
+        why = f"history store: {bench.store_error}" if bench.store_error else "the trials did not reach it"
+        pytest.skip(f"not measured ({why})")
+    bench.record_instructions(case, result)
+    return item_outcome(case, result, bench)
+
+
+def item_outcome(case: Case, result: CaseResult, bench: BenchSession) -> CaseResult:
+    """The case item passes, skips or fails as its recorded result says (warnings with -v)."""
+    if result.status == "skipped":
+        pytest.skip(result.message)
+    if result.status in ("error", "failed"):
+        pytest.fail(f"{case.id}: {result.message}", pytrace=False)
+    if result.warnings and bench.config.getoption("verbose") > 0:
+        print("\n".join(f"warning: {w}" for w in result.warnings), file=sys.stderr)
+    return result
+
+
+def case_processes(bench: BenchSession, case: Case) -> int:
+    """How many worker processes measure `case` (0: in this process, the run's --bench-processes 0)."""
+    if bench.processes == 0:
+        return 0
+    return int(case.measure.get("processes") or bench.processes)
+
+
+def trial_params(bench: BenchSession, trial) -> dict[str, Any]:
+    """The `time` request of one trial: the case's settings divided over its processes
+    (`MeasureSettings.per_process`)."""
+    settings = bench.settings.override(trial.case.measure).per_process(trial.processes)
+    return {
+        "settings": measure.asdict(settings),
+        "allocator_control": not bench.config.getoption("bench_no_malloc_control"),
+    }
+
+
+def checks_wanted(bench: BenchSession, case: Case) -> dict[str, Any]:
+    """The checks after timing that `case` gets (in this process with --bench-processes 0): reference
+    check (op cases naming a `reference`), torch timing, profile pass; {} when none."""
+    opt = bench.config.getoption
+    wanted = {
+        "accuracy": bool(not opt("bench_no_accuracy") and case.kind == "op" and case.spec.reference),
+        "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and bench.framework == "paddle"),
+        "profile": bool(opt("bench_profile") or case.spec.profile),
+    }
+    if not any(wanted.values()):
+        return {}
+    trace_dir = opt("bench_trace_dir")
+    if wanted["profile"] and trace_dir:
+        trace = Path(trace_dir) / f"{case.id}.json"
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        wanted["trace"] = str(trace)
+    return wanted
+
+
+def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress) -> None:
+    """The checks after timing of the cases `keys` (measured ok), in one worker of their own
+    after all trials, so that a profiler or a torch import never shares a process with a
+    timing; then each case is recorded."""
+    from benchmark import trials
+    from benchmark.workers import Worker
+
+    progress.line(f"benchmark: checks after timing (reference, torch, profile) of {len(keys)} case(s)")
+    worker = None
+    try:
+        for key in keys:
+            state = states[key]
+            if bench.store_error is None:
+                if worker is None or not worker.alive():
+                    if worker is not None:
+                        worker.close()
+                    worker = Worker(stderr=log)
+                settings = bench.settings.override(state.case.measure)
+                params = {
+                    "settings": measure.asdict(settings),
+                    "allocator_control": not bench.config.getoption("bench_no_malloc_control"),
+                    "diagnose": checks_wanted(bench, state.case),
+                }
+                record = worker.request("checks", state.case, params, timeout_s=trials.TRIAL_TIMEOUT_S)
+                state.apply_checks(record)
+            bench.record(state.result)
+    except BaseException:  # interrupted: the worker goes too
+        if worker is not None and worker.alive():
+            worker.proc.kill()
+        raise
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def measure_in_workers(bench: BenchSession, items: list) -> None:
+    """Measure every selected case in worker processes, in randomized interleaved rounds
+    (`benchmark.trials`), before the items run; each case is recorded (history, JSON) as soon
+    as its last trial is in, and its item then reports it."""
+    from benchmark import runners, trials
+    from benchmark.workers import Worker
+
+    cases = item_cases(items)
+    if bench.processes == 0 or not cases:
+        return
+    todo, states = [], {}
+    for case in cases:
+        if case.id in states:
+            continue
+        ok, reason = runners.framework_available(bench.framework)
+        if ok:
+            ok, reason = runners.place_available(case.place, bench.framework)
+        result = CaseResult.for_case(case)
+        if not ok:
+            result.status, result.message = "skipped", reason
+            result.finished_at = time.time()
+            bench.worker_results[case.id] = result
+            bench.record(result)
+            continue
+        states[case.id] = CaseTrials(case=case, result=result)
+        todo.append((case.id, case, case_processes(bench, case)))
+    if not todo:
+        return
+    rounds = trials.plan_trials(todo, bench.seed)
+    total = sum(len(r) for r in rounds)
+    progress = Progress(bench.config, total, len(rounds))
+    progress.line(
+        f"benchmark: {len(todo)} case(s) in worker processes ({counts(p for _, _, p in todo)} "
+        f"each): {total} trials in {len(rounds)} randomized interleaved round(s), seed {bench.seed}; "
+        f"worker output in {bench.json_path.with_name('workers.log')}"
+    )
+    interval = bench.config.getoption("bench_nvml_interval")
+
+    def should_run(trial) -> bool:
+        return bench.store_error is None and not states[trial.key].done
+
+    def on_start(trial, worker):
+        progress.start(trial)
+        sampler = start_telemetry(trial.case.place, interval)
+        if sampler is None:
+            return None
+
+        def stop() -> None:
+            sampler.stop()
+            states[trial.key].telemetry.setdefault(trial.index, sampler.telemetry())
+
+        return stop
+
+    checks: list[str] = []  # cases measured ok that get checks after timing, recorded after them
+
+    def on_record(trial, record) -> None:
+        state = states[trial.key]
+        progress.done(trial, record)
+        if state.add(trial, record):
+            result = bench.worker_results[trial.key] = state.finish()
+            if result.status == "ok" and checks_wanted(bench, trial.case):
+                checks.append(trial.key)
+            else:
+                bench.record(result)
+
+    log = worker_log(bench)
+
+    def new_worker():
+        return Worker(stderr=log)
+
+    try:
+        trials.run_trials(
+            rounds,
+            new_worker,
+            lambda trial: trial_params(bench, trial),
+            on_record,
+            should_run=should_run,
+            on_start=on_start,
+            on_round=progress.round_done,
+        )
+        if checks:
+            run_checks(bench, states, checks, log, progress)
+    finally:
+        if log is not None:
+            log.close()
+
+
+def worker_log(bench: BenchSession):
+    """Where the workers' own output goes (what the framework prints): `workers.log` beside the
+    JSON summary; None (the terminal) when it cannot be opened."""
+    path = bench.json_path.with_name("workers.log")
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed after the trials
+    except OSError:
+        return None

@@ -1,0 +1,186 @@
+"""What the suite prints: the trials' progress (`Progress`), the summary table at the end
+(`write_summary`), and the --bench-require-place verdict (`check_required_places`)."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+import time
+
+import pytest
+
+from benchmark import measure
+from benchmark.plugin.selection import csv
+from benchmark.plugin.session import BenchSession
+
+
+def counts(values) -> str:
+    """The distinct values, e.g. "2/3" (the process counts of the cases)."""
+    distinct = sorted(set(values))
+    return "/".join(str(v) for v in distinct)
+
+
+class Progress:
+    """Progress of the trials on the terminal: one line per round; with -v one line per trial; on
+    a TTY the current trial on a line rewritten in place."""
+
+    def __init__(self, config: pytest.Config, total: int, rounds: int):
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self.verbose = config.getoption("verbose") > 0
+        self.tty = bool(getattr(self.reporter, "isatty", False)) if self.reporter is not None else False
+        self.total, self.rounds = total, rounds
+        self.count = 0
+        self.errors = 0
+        self.round_started = time.monotonic()
+        self.round_trials = 0
+
+    def line(self, text: str, **markup) -> None:
+        if self.reporter is None:
+            print(text, file=sys.stderr)
+            return
+        if self.tty:  # over the in-place line of the current trial
+            self.reporter.rewrite(text, erase=True, **markup)
+            self.reporter.write("\n")
+            return
+        self.reporter.ensure_newline()
+        self.reporter.write_line(text, **markup)
+
+    def start(self, trial) -> None:
+        if self.tty and self.reporter is not None:
+            self.reporter.rewrite(
+                f"round {trial.round + 1}/{self.rounds}, trial {self.count + 1}/{self.total}: "
+                f"{trial.case.id} ({trial.index + 1} of {trial.processes})",
+                erase=True,
+            )
+
+    def done(self, trial, record: dict) -> None:
+        self.count += 1
+        self.round_trials += 1
+        ok = record.get("status") == "ok" and record.get("samples")
+        if not ok and record.get("status") != "skipped":
+            self.errors += 1
+        if self.verbose or (not ok and record.get("status") != "skipped"):
+            samples = sorted(record.get("samples") or [])
+            what = (
+                measure.format_time(samples[len(samples) // 2])
+                if ok
+                else f"{str(record.get('status')).upper()}: {record.get('message')}"
+            )
+            self.line(
+                f"  trial {self.count}/{self.total} {trial.case.id} [{trial.case.place} {trial.case.mode}] "
+                f"process {trial.index + 1}/{trial.processes} pid {record.get('pid')}: {what}",
+                red=not ok and record.get("status") != "skipped",
+            )
+
+    def round_done(self, r: int, trials: list) -> None:
+        took = time.monotonic() - self.round_started
+        errors = f", {self.errors} error(s) so far" if self.errors else ""
+        self.line(
+            f"benchmark: round {r + 1}/{self.rounds} done: {self.round_trials} trial(s) in {took:.1f} s{errors}"
+        )
+        self.round_started = time.monotonic()
+        self.round_trials = 0
+
+
+def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
+    """--bench-require-place: fail the session, in one line, when no case of a required place
+    executed (measured, whatever its accuracy); a skipped or errored case does not count."""
+    for want in csv(session.config.getoption("bench_require_place")) or []:
+        on_place = [
+            r
+            for r in bench.results
+            if r.place == want or fnmatch.fnmatch(r.place, want) or r.place.split(":")[0] == want
+        ]
+        if any(r.status in ("ok", "failed") and r.samples for r in on_place):
+            continue
+        why = next((f"{r.status}: {r.message}" for r in on_place if r.message), "none was selected")
+        line = f"--bench-require-place {want}: 0 of {len(on_place)} case(s) on place {want} executed ({why})"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write("\n")  # after the progress dots of the last item
+            reporter.write_line(line, red=True)
+        else:
+            print(line, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def write_summary(tr, bench: BenchSession) -> None:
+    """The summary table of the run's time results (collection order), the instruction counts, where
+    the results went, and the problems of the session (one line each)."""
+    if not bench.results:
+        _write_problems(tr, bench)
+        return
+    tr.section("benchmark summary (time per iteration)")
+    tr.write_line(
+        f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} {'n':>5} "
+        f"{'P':>2} {'between':>7}  throughput"
+    )
+    skipped: dict[str, int] = {}
+    # In collection order (cases measured in worker processes are recorded as their last trial ends).
+    order = {(c.case_id, c.place, c.mode): i for i, c in enumerate(bench.expected or [])}
+    for r in sorted(bench.results, key=lambda r: order.get((r.case_id, r.place, r.mode), len(order))):
+        s = r.stats or {}
+        if r.metric != "time":
+            continue  # instruction counts: their own section below
+        if r.status == "skipped":
+            skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
+            continue
+        if r.status != "ok" and not r.samples:
+            tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
+            continue
+        ci = f"{measure.format_time(s.get('ci_low'))} .. {measure.format_time(s.get('ci_high'))}"
+        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
+        tr.write_line(
+            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.get('median')):>10} "
+            f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5} {_between(s)}  {thr}"
+        )
+        for w in r.warnings:
+            tr.write_line(f"    warning: {w}", yellow=True)
+        if r.status != "ok":
+            tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
+        torch = r.extra.get("torch") or {}
+        if torch.get("paddle_over_torch"):
+            tr.write_line(
+                f"    vs torch: {measure.format_time(torch['median'])} per iteration, "
+                f"paddle/torch = {torch['paddle_over_torch']:.2f}x"
+            )
+    for reason, count in skipped.items():
+        tr.write_line(f"skipped {count} case(s): {reason}")
+    counted = [r for r in bench.results if r.metric == "instructions" and r.status != "skipped"]
+    if counted:
+        tr.section("benchmark summary (instructions per iteration, callgrind)")
+        tr.write_line(f"{'case':<58} {'place':<6} {'mode':<9} {'instructions':>14} {'spread':>8} {'n':>3}")
+        for r in counted:
+            if r.status != "ok":
+                tr.write_line(
+                    f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}"
+                )
+                continue
+            from benchmark.instructions import spread
+
+            tr.write_line(
+                f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.stats.get('median', 0):>14,.0f} "
+                f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
+            )
+    where = [] if bench.json_error else [str(bench.json_path)]
+    if bench.store is not None and bench.run_id is not None:
+        group = f", group {bench.run_group}" if bench.run_group else ""
+        where.append(f"history run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
+    tr.write_line(f"results: {', '.join(where) or 'none written'}")
+    _write_problems(tr, bench)
+
+
+def _between(stats: dict) -> str:
+    """The summary table's P (ok worker processes) and between (their spread, `between_cv`)
+    columns; blank for in-process measurement."""
+    processes = stats.get("processes")
+    if not processes:
+        return f"{'':>2} {'':>7}"
+    cv = stats.get("between_cv")
+    spread = f"{cv:.1%}" if cv is not None and cv == cv else "-"
+    return f"{processes:>2} {spread:>7}"
+
+
+def _write_problems(tr, bench: BenchSession) -> None:
+    for line in bench.problems:
+        tr.write_line(line, red=True)
