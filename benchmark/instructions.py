@@ -342,7 +342,7 @@ class InstructionPass:
         self.tooling = tooling
         self.allocator_control = allocator_control
         self.timeout_s = timeout_s
-        self._worker = None
+        self._worker: Any = None  # a benchmark.workers.Worker once started
         self._dumps: tempfile.TemporaryDirectory | None = None
 
     def _start(self):

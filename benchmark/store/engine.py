@@ -218,9 +218,9 @@ def make_engine(url: URL, *, readonly: bool = False) -> Engine:
             connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S, "application_name": "benchmark"},
         )
     except (NoSuchModuleError, ImportError) as exc:
-        raise StoreError(f"{where}: the database driver is not available ({scrub(exc, url)})") from None
+        raise StoreError(f"{where}: the database driver is not available ({scrub(str(exc), url)})") from None
     except ArgumentError as exc:
-        raise StoreError(f"invalid database URL {where}: {scrub(exc, url)}") from None
+        raise StoreError(f"invalid database URL {where}: {scrub(str(exc), url)}") from None
 
 
 def writer(engine: Engine) -> Engine:

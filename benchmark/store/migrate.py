@@ -56,7 +56,11 @@ def script_directory() -> ScriptDirectory:
 
 
 def head_revision() -> str:
-    return script_directory().get_current_head()
+    """The newest schema revision this version of the harness ships."""
+    head = script_directory().get_current_head()
+    if head is None:  # pragma: no cover - the migrations are part of the package
+        raise RuntimeError("the store's migrations have no head revision")
+    return head
 
 
 def known_revisions() -> list[str]:
