@@ -16,6 +16,16 @@ import pytest
 PG_URL_ENV = "BENCHMARK_TEST_PG_URL"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _child_pytest_without_hypothesis():
+    """The pytest processes tests start (`pytest benchmark/ ...`) do not load hypothesis' plugin,
+    which imports all of hypothesis (about 1.5 s of CPU per process); only tests/test_security.py
+    uses hypothesis, in this process. Through $PYTEST_ADDOPTS, which child processes inherit."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTEST_ADDOPTS", f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:hypothesispytest".strip())
+        yield
+
+
 def _pg_admin_url():
     import sqlalchemy as sa
 

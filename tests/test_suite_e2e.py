@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 PROJECT = Path(__file__).resolve().parents[1]
 
 TINY = """
@@ -72,10 +74,16 @@ def run_suite(tmp_path: Path, *args: str, config: str = TINY) -> tuple[subproces
     return proc, out
 
 
-def test_suite_runs_cases_and_writes_the_summary(tmp_path):
-    proc, out = run_suite(tmp_path, "--bench-tags", "smoke,other")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
+@pytest.fixture(scope="module")
+def every_tag(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """One run of every TINY case (the tests below only read it): the process and its summary."""
+    proc, out = run_suite(tmp_path_factory.mktemp("every_tag"), "--bench-tags", "all", "-rA")
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, json.loads(out.read_text())
+
+
+def test_suite_runs_cases_and_writes_the_summary(every_tag):
+    proc, doc = every_tag
     rows = {(r["case_id"], r["place"], r["mode"]): r for r in doc["results"]}
     ok = rows[("tiny_abs-bwd", "cpu", "static")]
     assert ok["status"] == "ok" and ok["unit"] == "s"
@@ -90,28 +98,29 @@ def test_suite_runs_cases_and_writes_the_summary(tmp_path):
     assert doc["run"]["status"] == "complete"
     assert doc["run"]["threads"]["OMP_NUM_THREADS"]
     assert "fingerprint" in doc["machine"]
-    assert "tiny_bad" not in {r["name"] for r in doc["results"]}, "tag selection"
     # the terminal summary prints median, spread and samples; throughput for the model
     assert "benchmark summary" in proc.stdout and "samples/s" in proc.stdout
     assert "skipped 4 case(s): place gpu" in proc.stdout
 
 
-def test_k_selects_by_name_and_markers_select_by_tag(tmp_path):
-    proc, out = run_suite(tmp_path, "--bench-tags", "all", "-k", "tiny_prog")
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert [r["case_id"] for r in json.loads(out.read_text())["results"]] == ["tiny_prog"]
-    proc, out = run_suite(tmp_path, "--bench-tags", "all", "-m", "model")
-    assert [r["case_id"] for r in json.loads(out.read_text())["results"]] == ["tiny_lstm-infer"]
-
-
-def test_a_failing_case_is_recorded_as_error_and_the_suite_goes_on(tmp_path):
-    proc, out = run_suite(tmp_path, "--bench-tags", "broken,other")
-    assert proc.returncode == 1
-    rows = {r["case_id"]: r for r in json.loads(out.read_text())["results"]}
+def test_a_failing_case_is_recorded_as_error_and_the_suite_goes_on(every_tag):
+    proc, doc = every_tag
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    rows = {r["case_id"]: r for r in doc["results"]}
     assert rows["tiny_bad"]["status"] == "error" and rows["tiny_bad"]["samples"] == []
     assert rows["tiny_bad"]["message"]
     assert rows["tiny_prog"]["status"] == "ok"
-    assert "FAILED benchmark/test_cases.py::test_case[tiny_bad-cpu-dynamic]" in proc.stdout
+    failed = [line.split(" - ")[0] for line in proc.stdout.splitlines() if line.startswith("FAILED ")]
+    assert failed == ["FAILED benchmark/test_cases.py::test_case[tiny_bad-cpu-dynamic]"], failed
+    assert "PASSED benchmark/test_cases.py::test_case[tiny_lstm-infer-cpu-dynamic]" in proc.stdout
+
+
+def test_tags_k_and_markers_each_narrow_the_selection(tmp_path):
+    """Tags keep tiny_abs, tiny_prog and tiny_lstm (not tiny_bad); -k drops tiny_abs by name; -m
+    drops tiny_lstm by its kind marker: one case is left, and only it is measured."""
+    proc, out = run_suite(tmp_path, "--bench-tags", "smoke,other", "-k", "not tiny_abs", "-m", "not model")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert [r["case_id"] for r in json.loads(out.read_text())["results"]] == ["tiny_prog"]
 
 
 def test_bad_config_fails_before_running_with_one_line(tmp_path):
