@@ -197,7 +197,7 @@ def test_multiply_broadcast_with_gradients(tmp_path):
         "numpy.multiply",
         backward=True,
     )
-    arrays = paddle_common.make_arrays(case.config["inputs"], case.config["seed"])
+    arrays = paddle_common.make_arrays(case.spec.tensors, case.spec.seed)
     expected = reference_outputs(case, arrays)
     assert expected["grad_y"].shape == (16, 32)
     np.testing.assert_allclose(expected["grad_y"], arrays["x"].astype(np.float64).sum(axis=0))
@@ -336,7 +336,7 @@ def test_torch_references_with_autograd(tmp_path):
     )
     for case in cases:
         res = checked(case)
-        assert res["status"] == "passed", (case.config["op"], res["message"])
+        assert res["status"] == "passed", (case.spec.op, res["message"])
         assert "grad_x" in res["outputs"]
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from benchmark import runners
 from benchmark.config import load_file
+from benchmark.model import Spec, Tensor
 from benchmark.runners import paddle_common
 from benchmark.runners.paddle_ops import resolve_op
-from benchmark.runners.paddle_program import check_program
+from benchmark.runners.paddle_program import program_parts
 
 
 def cases_from(tmp_path, text):
@@ -32,8 +33,8 @@ def run_outputs(case):
         prepared.close()
 
 
-def inputs_of(case, group="inputs"):
-    return paddle_common.make_arrays(case.config[group], case.config["seed"])
+def inputs_of(case):
+    return paddle_common.make_arrays(case.spec.tensors, case.spec.seed)
 
 
 @pytest.mark.parametrize("mode", ["dynamic", "static", "to_static"])
@@ -77,7 +78,7 @@ def test_op_attrs_are_passed(tmp_path, mode):
 
 
 def test_inputs_are_deterministic_from_the_seed_and_in_range(tmp_path):
-    spec = {"x": {"shape": [50, 7], "dtype": "float32", "low": -2.0, "high": 3.0}}
+    spec = {"x": Tensor(shape=(50, 7), dtype="float32", low=-2.0, high=3.0)}
     a, b = paddle_common.make_arrays(spec, 11), paddle_common.make_arrays(spec, 11)
     np.testing.assert_array_equal(a["x"], b["x"])
     assert a["x"].dtype == np.float32 and a["x"].min() >= -2.0 and a["x"].max() < 3.0
@@ -103,7 +104,7 @@ def test_program_matches_numpy(tmp_path, mode):
         """,
     )
     case = cases[f"pair-cpu-{mode}"]
-    x = inputs_of(case, "feed")["x"]
+    x = inputs_of(case)["x"]
     out = run_outputs(case)
     np.testing.assert_allclose(out["s1"], x.sum(axis=(2, 3)), rtol=1e-5)
     np.testing.assert_allclose(out["s2"], (x * x).sum(axis=(2, 3)), rtol=1e-5)
@@ -118,13 +119,21 @@ def test_empty_program_fetches_its_feed(tmp_path):
         """,
     )
     case = cases["e-cpu-static"]
-    np.testing.assert_array_equal(run_outputs(case)["x"], inputs_of(case, "feed")["x"])
+    np.testing.assert_array_equal(run_outputs(case)["x"], inputs_of(case)["x"])
 
 
 def test_program_with_unknown_variable_is_rejected():
-    cfg = {"feed": {"x": {}}, "ops": [{"op": "paddle.abs", "inputs": ["z"], "out": "y"}], "fetch": ["y"]}
+    spec = Spec.model_validate(
+        {
+            "name": "p",
+            "kind": "program",
+            "feed": {"x": {"shape": [2]}},
+            "ops": [{"op": "paddle.abs", "inputs": ["z"], "out": "y"}],
+            "fetch": ["y"],
+        }
+    )
     with pytest.raises(ValueError, match="'z' is neither fed nor produced"):
-        check_program(cfg)
+        program_parts(spec)
 
 
 @pytest.mark.parametrize("model", ["lstm", "gru"])

@@ -6,11 +6,11 @@ Skipped where torch is not importable, except the test of what happens then.
 from __future__ import annotations
 
 import sys
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from benchmark.model import Case, Spec, Tensor
 from benchmark.runners.base import RunnerUnavailable
 from benchmark.runners.torch_runner import OPS, TorchRunner, parse_place, prepare
 
@@ -45,7 +45,7 @@ def run(case):
 def inputs_of(case):
     from benchmark.runners.paddle_common import make_arrays
 
-    return make_arrays(case["inputs"], case["seed"])
+    return make_arrays({n: Tensor.model_validate(t) for n, t in case["inputs"].items()}, case["seed"])
 
 
 @pytest.mark.usefixtures("torch")
@@ -121,8 +121,10 @@ class TestPrepared:
         out = run(case)["out"]
         assert out.shape == (2, 3)
 
-    def test_case_object_with_config_and_place(self):
-        case = SimpleNamespace(config=op_case("abs", {"x": [2]}), place="cpu")
+    def test_a_case_runs_from_its_typed_spec_and_place(self):
+        config = {k: v for k, v in op_case("abs", {"x": [2]}).items() if k != "place"}
+        spec = Spec.model_validate({"name": "abs", "kind": "op", **config})
+        case = Case(case_id="abs", place="cpu", mode="dynamic", spec=spec, config_hash="")
         assert run(case)["out"].shape == (2,)
 
     def test_tf32_off_by_default_and_restored_on_close(self, torch):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 
+from benchmark.model import Case
 from benchmark.runners.base import Prepared, RunnerUnavailable
 
 _KIND_MODULES = {
@@ -41,9 +42,9 @@ def framework_available(framework: str = "paddle") -> tuple[bool, str]:
     return True, ""
 
 
-def prepare(case) -> Prepared:
+def prepare(case: Case) -> Prepared:
     """A prepared step for `case`; op cases whose config says `framework: torch` go to torch."""
-    if case.config.get("framework") == "torch":
+    if case.spec.framework == "torch":
         module = importlib.import_module("benchmark.runners.torch_runner")
     else:
         module = importlib.import_module(_KIND_MODULES[case.kind])
@@ -102,17 +103,17 @@ def config_checks(resolve: bool = True):
     return Checks(resolver=resolver, binder=binder, models=model_names(), model_check=check_args)
 
 
-def check_accuracy(case, prepared) -> dict | None:
+def check_accuracy(case: Case, prepared) -> dict | None:
     """Outputs (and gradients) of an op case against its `reference`; None without a reference."""
     from benchmark.runners.reference import check_accuracy as _check
 
     return _check(case, prepared)
 
 
-def profile_pass(case, prepared, trace_path=None, steps: int = 5) -> dict:
+def profile_pass(case: Case, prepared, trace_path=None, steps: int = 5) -> dict:
     """The profiler pass (op table, copy counts) after timing; program cases in static mode also
     get the framework-overhead decomposition (net of an empty program, feed and fetch costs)."""
-    if case.config.get("framework") == "torch":
+    if case.spec.framework == "torch":
         return {"skipped": "the profile pass profiles paddle; this case runs on torch"}
     from benchmark.runners.paddle_profile import profile_record
 

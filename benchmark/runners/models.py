@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.model import Case
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared
 
@@ -121,20 +122,22 @@ def build(name: str, args: dict[str, Any]):
     return (*_resnet18(full), full)
 
 
-def prepare(case) -> Prepared:
-    cfg = case.config
-    place, mode, step_kind = case.place, case.mode, cfg["step"]
+def prepare(case: Case) -> Prepared:
+    spec = case.spec
+    place, mode, step_kind = case.place, case.mode, spec.step
+    if spec.model is None:
+        raise ValueError(f"{case.case_id}: not a model case (kind {spec.kind!r})")
     pc.set_place(place)
     pd = pc.paddle()
-    pd.seed(cfg.get("seed", 0))
-    net, make_batch, loss_fn, args = build(cfg["model"], dict(cfg.get("args") or {}))
-    if cfg.get("batch_size") is not None:
-        args["batch_size"] = int(cfg["batch_size"])
+    pd.seed(spec.seed)
+    net, make_batch, loss_fn, args = build(spec.model, dict(spec.args))
+    if spec.batch_size is not None:
+        args["batch_size"] = spec.batch_size
     if mode == "to_static":
         net = pd.jit.to_static(net)
     elif mode == "static":
         raise ValueError("model cases run in 'dynamic' or 'to_static' mode")
-    xs, ys = make_batch(np.random.default_rng(cfg.get("seed", 0)))
+    xs, ys = make_batch(np.random.default_rng(spec.seed))
     x = pd.to_tensor(xs, place=pc.static_place(place))
     y = pd.to_tensor(ys, place=pc.static_place(place))
     if step_kind == "train":
@@ -165,7 +168,7 @@ def prepare(case) -> Prepared:
         peak_memory=pc.peak_memory_tracker(place),
         device_timer=pc.device_timer_factory(place),
         info={
-            "model": cfg["model"],
+            "model": spec.model,
             "args": args,
             "step": step_kind,
             "parameters": int(sum(int(np.prod(p.shape)) for p in net.parameters())),

@@ -24,10 +24,12 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from benchmark.model import Tensor
 from benchmark.runners.base import RunnerUnavailable
 
 
@@ -142,13 +144,11 @@ def synchronizer(place: str, pd=None):
     return lambda: sync(name)
 
 
-def random_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+def random_array(spec: Tensor, rng: np.random.Generator) -> np.ndarray:
     """An input drawn uniformly in [low, high) with the spec's shape and dtype, generated in that
-    dtype (no float64 or int64 intermediate, so host memory is what `config.tensor_bytes` says);
-    float16 and bfloat16 are drawn in float32 first."""
-    dtype = spec["dtype"]
-    shape = tuple(spec["shape"])
-    low, high = spec.get("low", -1.0), spec.get("high", 1.0)
+    dtype (no float64 or int64 intermediate, so host memory is what `config.expand.tensor_bytes`
+    says); float16 and bfloat16 are drawn in float32 first."""
+    dtype, shape, low, high = spec.dtype, spec.shape, spec.low, spec.high
     if dtype == "bool":
         return rng.integers(0, 2, size=shape, dtype=np.int8).view(np.bool_)
     if dtype.startswith(("int", "uint")):
@@ -162,7 +162,8 @@ def random_array(spec: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
     return a if dtype in ("float64", "float32", "bfloat16") else a.astype(dtype)
 
 
-def make_arrays(specs: dict[str, dict[str, Any]], seed: int) -> dict[str, np.ndarray]:
+def make_arrays(specs: Mapping[str, Tensor], seed: int) -> dict[str, np.ndarray]:
+    """The inputs `specs` describe, drawn in order from one generator seeded with `seed`."""
     rng = np.random.default_rng(seed)
     return {name: random_array(spec, rng) for name, spec in specs.items()}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.model import Case, Tensor
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_allowed
 
@@ -52,33 +53,24 @@ def binder(name: str, inputs: list[str] | dict[str, str], attrs: dict[str, Any])
     return None
 
 
-def _grad_inputs(cfg: dict[str, Any]) -> list[str]:
-    names = []
-    for name, spec in cfg["inputs"].items():
-        wants = spec.get("requires_grad")
-        if wants is None:
-            wants = pc.is_float(spec["dtype"])
-        if wants:
-            names.append(name)
-    return names
-
-
-def prepare(case) -> Prepared:
-    cfg = case.config
+def prepare(case: Case) -> Prepared:
+    spec = case.spec
     place, mode = case.place, case.mode
+    if spec.op is None or spec.inputs is None:
+        raise ValueError(f"{case.case_id}: not an op case (kind {spec.kind!r})")
     pc.set_place(place)
-    fn = resolve_op(cfg["op"])
-    attrs = dict(cfg.get("attrs") or {})
-    arrays = pc.make_arrays(cfg["inputs"], cfg.get("seed", 0))
-    backward = bool(cfg.get("backward"))
-    grad_names = _grad_inputs(cfg) if backward else []
-    if backward and not grad_names:
+    fn = resolve_op(spec.op)
+    attrs = dict(spec.attrs)
+    inputs = spec.inputs
+    arrays = pc.make_arrays(inputs, spec.seed)
+    grad_names = [n for n, t in inputs.items() if t.wants_grad()] if spec.backward else []
+    if spec.backward and not grad_names:
         raise RunnerUnavailable(f"{case.case_id}: backward requested but no input is floating point")
-    info = {"op": cfg["op"], "mode": mode}
+    info = {"op": spec.op, "mode": mode}
     if mode == "static":
-        step, outputs = _static(fn, cfg, arrays, attrs, grad_names, place)
+        step, outputs = _static(fn, inputs, arrays, attrs, grad_names, place)
     else:
-        step, outputs = _eager(fn, cfg, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
+        step, outputs = _eager(fn, inputs, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
     return Prepared(
         step=step,
         sync=pc.synchronizer(place),
@@ -90,13 +82,10 @@ def prepare(case) -> Prepared:
     )
 
 
-def _eager(fn, cfg, arrays, attrs, grad_names, place, *, jit: bool):
+def _eager(fn, inputs: dict[str, Tensor], arrays, attrs, grad_names, place, *, jit: bool):
     pd = pc.paddle()
     names = list(arrays)
-    tensors = [
-        pc.to_tensor(arrays[n], cfg["inputs"][n]["dtype"], place, requires_grad=n in grad_names)
-        for n in names
-    ]
+    tensors = [pc.to_tensor(arrays[n], inputs[n].dtype, place, requires_grad=n in grad_names) for n in names]
 
     # One list argument: to_static does not accept *args signatures.
     def call(ts):
@@ -128,7 +117,7 @@ def _eager(fn, cfg, arrays, attrs, grad_names, place, *, jit: bool):
     return step, outputs
 
 
-def _static(fn, cfg, arrays, attrs, grad_names, place):
+def _static(fn, inputs: dict[str, Tensor], arrays, attrs, grad_names, place):
     pd = pc.paddle()
     main, startup = pd.static.Program(), pd.static.Program()
     # The executor runs PIR programs only in static mode: it stays on until the case is closed.
@@ -137,7 +126,7 @@ def _static(fn, cfg, arrays, attrs, grad_names, place):
         with pd.static.program_guard(main, startup):
             vars_ = {}
             for n, arr in arrays.items():
-                v = pd.static.data(n, list(arr.shape), cfg["inputs"][n]["dtype"])
+                v = pd.static.data(n, list(arr.shape), inputs[n].dtype)
                 v.stop_gradient = n not in grad_names
                 vars_[n] = v
             out = pc.first_tensor(fn(**vars_, **attrs))

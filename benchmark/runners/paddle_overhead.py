@@ -41,33 +41,34 @@ import numpy as np
 
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.paddle_ops import resolve_op
-from benchmark.runners.paddle_program import _interpret, check_program
+from benchmark.runners.paddle_program import interpret, program_parts
 
 PARTS = ("full", "empty", "resident", "resident_fetch")
 
 
-def _build(pd, cfg, arrays, fns, *, ops: bool, persistable: bool):
+def _build(pd, program, arrays, fns, *, ops: bool, persistable: bool):
     """(program, startup, fetch values) for the case's feed, with or without its ops."""
+    feed, steps, fetch = program
     main, startup = pd.static.Program(), pd.static.Program()
     with pd.static.program_guard(main, startup):
         env = {}
         for name, arr in arrays.items():
-            var = pd.static.data(name, list(arr.shape), cfg["feed"][name]["dtype"])
+            var = pd.static.data(name, list(arr.shape), feed[name].dtype)
             if persistable:
                 var.persistable = True
             env[name] = var
         if not ops:
             return main, startup, [env[n] for n in arrays]
-        _interpret(cfg["ops"], fns, env)
-        return main, startup, [env[n] for n in cfg["fetch"]]
+        interpret(steps, fns, env)
+        return main, startup, [env[n] for n in fetch]
 
 
-def _variants(pd, cfg, arrays, fns, place) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
+def _variants(pd, program, arrays, fns, place) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
     """The four runnable variants (each in its own scope) and a consistency check of resident vs full."""
     exe = pd.static.Executor(pc.static_place(place))
-    full = _build(pd, cfg, arrays, fns, ops=True, persistable=False)
-    empty = _build(pd, cfg, arrays, fns, ops=False, persistable=False)
-    resident = _build(pd, cfg, arrays, fns, ops=True, persistable=True)
+    full = _build(pd, program, arrays, fns, ops=True, persistable=False)
+    empty = _build(pd, program, arrays, fns, ops=False, persistable=False)
+    resident = _build(pd, program, arrays, fns, ops=True, persistable=True)
     scopes = {k: pd.static.Scope() for k in ("full", "empty", "resident")}
     for key, (_, startup, _) in (("full", full), ("empty", empty), ("resident", resident)):
         exe.run(startup, scope=scopes[key])
@@ -161,16 +162,16 @@ def decompose(
         raise ValueError(f"{case.id}: overhead decomposition needs a 'program' case in 'static' mode")
     if rounds < 1:
         raise ValueError(f"rounds: expected at least 1, got {rounds}")
-    cfg = case.config
-    check_program(cfg)
+    program = program_parts(case.spec)
+    feed, steps, _ = program
     pc.set_place(case.place)
     pd = pc.paddle()
-    fns = [resolve_op(op["op"]) for op in cfg["ops"]]
-    arrays = pc.make_arrays(cfg["feed"], cfg.get("seed", 0))
+    fns = [resolve_op(op.op) for op in steps]
+    arrays = pc.make_arrays(feed, case.spec.seed)
     was_dynamic = pd.in_dynamic_mode()
     pd.enable_static()
     try:
-        variants, checks = _variants(pd, cfg, arrays, fns, case.place)
+        variants, checks = _variants(pd, program, arrays, fns, case.place)
         sync = pc.synchronizer(case.place)
         for key, fn in variants.items():
             n = _calibrate(fn, warmup, round_time, sync)

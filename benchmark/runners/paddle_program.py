@@ -12,52 +12,54 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.model import Case, ProgramStep, Spec, Tensor
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared
 from benchmark.runners.paddle_ops import resolve_op
 
 
-def _bind(op: dict[str, Any], env: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    spec = op["inputs"]
-    if isinstance(spec, list):
-        return [env[v] for v in spec], {}
-    return [], {k: env[v] for k, v in spec.items()}
+def _bind(op: ProgramStep, env: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    if isinstance(op.inputs, list):
+        return [env[v] for v in op.inputs], {}
+    return [], {k: env[v] for k, v in op.inputs.items()}
 
 
-def _interpret(ops: list[dict[str, Any]], fns: list[Any], env: dict[str, Any]) -> dict[str, Any]:
+def interpret(ops: list[ProgramStep], fns: list[Any], env: dict[str, Any]) -> dict[str, Any]:
+    """`env` with the output of every op in `ops` (called as `fns`) added under its `out` name."""
     for op, fn in zip(ops, fns, strict=True):
         args, kwargs = _bind(op, env)
-        env[op["out"]] = pc.first_tensor(fn(*args, **kwargs, **(op.get("attrs") or {})))
+        env[op.out] = pc.first_tensor(fn(*args, **kwargs, **op.attrs))
     return env
 
 
-def check_program(cfg: dict[str, Any]) -> None:
-    """Every op input and fetch names a fed or earlier-produced variable."""
-    known = set(cfg["feed"])
-    for i, op in enumerate(cfg["ops"]):
-        names = op["inputs"] if isinstance(op["inputs"], list) else list(op["inputs"].values())
+def program_parts(spec: Spec) -> tuple[dict[str, Tensor], list[ProgramStep], list[str]]:
+    """(feed, ops, fetch) of a program case, once every op input and fetch names a fed or
+    earlier-produced variable; ValueError saying which does not."""
+    if spec.feed is None or spec.ops is None or spec.fetch is None:
+        raise ValueError(f"not a program case (kind {spec.kind!r}): feed, ops and fetch are required")
+    known = set(spec.feed)
+    for i, op in enumerate(spec.ops):
+        names = op.inputs if isinstance(op.inputs, list) else list(op.inputs.values())
         for n in names:
             if n not in known:
                 raise ValueError(f"ops.{i}.inputs: variable {n!r} is neither fed nor produced before")
-        known.add(op["out"])
-    for n in cfg["fetch"]:
+        known.add(op.out)
+    for n in spec.fetch:
         if n not in known:
             raise ValueError(f"fetch: variable {n!r} is neither fed nor produced by an op")
+    return spec.feed, spec.ops, spec.fetch
 
 
-def prepare(case) -> Prepared:
-    cfg = case.config
+def prepare(case: Case) -> Prepared:
     place, mode = case.place, case.mode
-    check_program(cfg)
+    feed, ops, fetch_names = program_parts(case.spec)
     pc.set_place(place)
-    ops = cfg["ops"]
-    fns = [resolve_op(op["op"]) for op in ops]
-    arrays = pc.make_arrays(cfg["feed"], cfg.get("seed", 0))
-    fetch_names = list(cfg["fetch"])
+    fns = [resolve_op(op.op) for op in ops]
+    arrays = pc.make_arrays(feed, case.spec.seed)
     if mode == "static":
-        step, outputs = _static(cfg, ops, fns, arrays, fetch_names, place)
+        step, outputs = _static(feed, ops, fns, arrays, fetch_names, place)
     else:
-        step, outputs = _eager(cfg, ops, fns, arrays, fetch_names, place, jit=(mode == "to_static"))
+        step, outputs = _eager(feed, ops, fns, arrays, fetch_names, place, jit=(mode == "to_static"))
     return Prepared(
         step=step,
         sync=pc.synchronizer(place),
@@ -65,29 +67,29 @@ def prepare(case) -> Prepared:
         peak_memory=pc.peak_memory_tracker(place),
         device_timer=pc.device_timer_factory(place),
         close=pc.leave_static if mode == "static" else (lambda: None),
-        info={"ops": [op["op"] for op in ops], "fetch": fetch_names, "mode": mode},
+        info={"ops": [op.op for op in ops], "fetch": list(fetch_names), "mode": mode},
     )
 
 
-def _static(cfg, ops, fns, arrays, fetch_names, place):
+def _static(feed, ops, fns, arrays, fetch_names, place):
     pd = pc.paddle()
     main, startup = pd.static.Program(), pd.static.Program()
     # The executor runs PIR programs only in static mode: it stays on until the case is closed.
     pd.enable_static()
     try:
         with pd.static.program_guard(main, startup):
-            env = {n: pd.static.data(n, list(a.shape), cfg["feed"][n]["dtype"]) for n, a in arrays.items()}
-            _interpret(ops, fns, env)
+            env = {n: pd.static.data(n, list(a.shape), feed[n].dtype) for n, a in arrays.items()}
+            interpret(ops, fns, env)
             fetch = [env[n] for n in fetch_names]
         exe = pd.static.Executor(pc.static_place(place))
         exe.run(startup)
     except Exception:
         pd.disable_static()
         raise
-    feed = dict(arrays)
+    feed_arrays = dict(arrays)
 
     def step():
-        return exe.run(main, feed=feed, fetch_list=fetch)
+        return exe.run(main, feed=feed_arrays, fetch_list=fetch)
 
     def outputs() -> dict[str, np.ndarray]:
         return {n: np.asarray(v) for n, v in zip(fetch_names, step(), strict=True)}
@@ -95,16 +97,14 @@ def _static(cfg, ops, fns, arrays, fetch_names, place):
     return step, outputs
 
 
-def _eager(cfg, ops, fns, arrays, fetch_names, place, *, jit: bool):
+def _eager(feed, ops, fns, arrays, fetch_names, place, *, jit: bool):
     pd = pc.paddle()
     feed_names = list(arrays)
-    tensors = [
-        pc.to_tensor(arrays[n], cfg["feed"][n]["dtype"], place, requires_grad=False) for n in feed_names
-    ]
+    tensors = [pc.to_tensor(arrays[n], feed[n].dtype, place, requires_grad=False) for n in feed_names]
 
     # One list argument: to_static does not accept *args signatures.
     def program(ts):
-        env = _interpret(ops, fns, dict(zip(feed_names, ts, strict=True)))
+        env = interpret(ops, fns, dict(zip(feed_names, ts, strict=True)))
         return [env[n] for n in fetch_names]
 
     target = pd.jit.to_static(program) if jit else program

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from benchmark import accuracy
+from benchmark.model import Case
 from benchmark.runners.base import RunnerUnavailable, resolve_allowed
 
 # paddle attribute -> the reference's keyword. None: handled by transforming the inputs.
@@ -75,11 +76,11 @@ def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint32).view(np.float32).reshape(np.shape(a))
 
 
-def reference_inputs(case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference_inputs(case: Case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The case's inputs as the reference gets them: floating inputs in float64, bfloat16 rounded first."""
     out = {}
     for name, arr in arrays.items():
-        dtype = case.config["inputs"][name]["dtype"]
+        dtype = case.spec.tensors[name].dtype
         if dtype == "bfloat16":
             arr = round_to_bfloat16(arr)
         out[name] = arr.astype(np.float64) if dtype.startswith(("float", "bfloat")) else np.asarray(arr)
@@ -242,10 +243,11 @@ def _disable_torch_tf32(restore: list[Callable[[], None]]) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def _grad_names(case) -> list[str]:
-    from benchmark.runners.paddle_ops import _grad_inputs
-
-    return _grad_inputs(case.config) if case.config.get("backward") else []
+def _grad_names(case: Case) -> list[str]:
+    """The inputs a backward case differentiates with respect to (none for a forward case)."""
+    if not case.spec.backward:
+        return []
+    return [n for n, t in case.spec.tensors.items() if t.wants_grad()]
 
 
 def _first(out: Any) -> Any:
@@ -253,7 +255,7 @@ def _first(out: Any) -> Any:
 
 
 def _numpy_reference(name, fn, case, inputs, notes) -> dict[str, np.ndarray]:
-    kwargs, transposes = map_attrs(dict(case.config.get("attrs") or {}), "numpy")
+    kwargs, transposes = map_attrs(dict(case.spec.attrs), "numpy")
     names = list(inputs)
     values = _apply_transposes([inputs[n] for n in names], transposes)
     out = np.asarray(_first(fn(*values, **kwargs)), dtype=np.float64)
@@ -281,7 +283,7 @@ def _numpy_reference(name, fn, case, inputs, notes) -> dict[str, np.ndarray]:
 def _torch_reference(fn, case, inputs) -> dict[str, np.ndarray]:
     import torch
 
-    kwargs, transposes = map_attrs(dict(case.config.get("attrs") or {}), "torch")
+    kwargs, transposes = map_attrs(dict(case.spec.attrs), "torch")
     names = list(inputs)
     grad_names = _grad_names(case)
     tensors = {n: torch.from_numpy(np.ascontiguousarray(a)) for n, a in inputs.items()}
@@ -297,9 +299,11 @@ def _torch_reference(fn, case, inputs) -> dict[str, np.ndarray]:
     return result
 
 
-def reference_with_notes(case, arrays: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+def reference_with_notes(
+    case: Case, arrays: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """(reference outputs, notes): like `reference_outputs`, plus what could not be computed and why."""
-    name = case.config.get("reference")
+    name = case.spec.reference
     if not name:
         raise ValueError(f"{case.case_id}: the case names no reference")
     fn = resolve_reference(name)
@@ -311,7 +315,7 @@ def reference_with_notes(case, arrays: dict[str, np.ndarray]) -> tuple[dict[str,
     return _numpy_reference(name, fn, case, inputs, notes), notes
 
 
-def reference_outputs(case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference_outputs(case: Case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Reference ``{"out": ..., "grad_<input>": ...}`` (float64) for an op case, from its inputs `arrays`.
 
     Gradients appear only for backward cases whose reference can produce them (see the module
@@ -320,23 +324,25 @@ def reference_outputs(case, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarr
     return reference_with_notes(case, arrays)[0]
 
 
-def case_dtype(case) -> str:
+def case_dtype(case: Case) -> str:
     """The dtype that decides a case's default tolerance: the loosest floating dtype among its inputs."""
-    dtypes = [spec["dtype"] for spec in (case.config.get("inputs") or {}).values()]
+    dtypes = [t.dtype for t in case.spec.tensors.values()]
     floating = [d for d in dtypes if d in _LOOSENESS]
     if floating:
         return min(floating, key=_LOOSENESS.index)
     return dtypes[0] if dtypes else "float32"
 
 
-def check_accuracy(case, prepared, arrays: dict[str, np.ndarray] | None = None) -> dict[str, Any] | None:
+def check_accuracy(
+    case: Case, prepared, arrays: dict[str, np.ndarray] | None = None
+) -> dict[str, Any] | None:
     """The accuracy record of an op case with a ``reference`` (None when there is nothing to check).
 
     ``status`` is ``passed``, ``failed`` (a mismatch: fails the case's accuracy check and the
     gate), ``error`` (the reference cannot be used: bad name, unmapped attribute) or ``skipped``
     (not checkable here: torch missing, runner without outputs). Never raises for those.
     """
-    name = case.config.get("reference")
+    name = case.spec.reference
     if case.kind != "op" or not name:
         return None
     record: dict[str, Any] = {"reference": name, "status": "skipped", "passed": None, "notes": []}
@@ -346,9 +352,9 @@ def check_accuracy(case, prepared, arrays: dict[str, np.ndarray] | None = None) 
     if arrays is None:
         from benchmark.runners import paddle_common as pc
 
-        arrays = pc.make_arrays(case.config["inputs"], case.config.get("seed", 0))
+        arrays = pc.make_arrays(case.spec.tensors, case.spec.seed)
     try:
-        rtol, atol = accuracy.tolerance_for(case_dtype(case), case.config.get("tolerance"))
+        rtol, atol = accuracy.tolerance_for(case_dtype(case), case.spec.tolerance)
         expected, notes = reference_with_notes(case, arrays)
     except RunnerUnavailable as e:
         record["message"] = str(e)

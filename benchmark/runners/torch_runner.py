@@ -10,8 +10,8 @@ place that this torch build or machine lacks, raises `RunnerUnavailable` (the ca
 
 The case
 --------
-Either a `benchmark.config.Case` (fields read from `case.config`, the place from `case.place`) or a
-plain mapping with the same fields plus `place`:
+Either a `benchmark.model.Case` (its typed `spec`, the place from `case.place`) or a plain mapping
+with the fields of an op case's config plus `place` and `tf32` (validated as a `benchmark.model.Spec`):
 
     op:       "paddle.abs" / "abs" (looked up in OPS, the paddle -> torch table) or "torch.<public name>"
     torch_op: optional explicit torch function ("torch.mul"); attributes are still renamed by OPS
@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.model import Case, Spec, Tensor
 from benchmark.runners.base import Prepared, Runner, RunnerUnavailable, resolve_allowed
 
 _PLACE = re.compile(r"^(cpu|gpu|cuda)(?::(\d+))?$")
@@ -215,28 +216,24 @@ def resolve(torch, op: str, torch_op: str | None, attrs: Mapping[str, Any]) -> t
     return fn, torch_kwargs(op, spec, attrs), name
 
 
-def _fields(case) -> tuple[Mapping[str, Any], str]:
-    """(config mapping, place) of a Case or a plain mapping."""
+def _fields(case: Case | Mapping[str, Any]) -> tuple[Spec, str, bool | None]:
+    """(typed config, place, tf32 or None for the runner's default) of a Case or a plain mapping."""
     if isinstance(case, Mapping):
-        return case, str(case.get("place", "cpu"))
-    return case.config, str(case.place)
+        fields = {k: v for k, v in case.items() if k not in ("place", "tf32")}
+        spec = Spec.model_validate({"name": "torch_case", "kind": "op", **fields})
+        tf32 = case.get("tf32")
+        return spec, str(case.get("place", "cpu")), None if tf32 is None else bool(tf32)
+    return case.spec, str(case.place), None
 
 
-def _make_arrays(inputs: Mapping[str, Mapping[str, Any]], seed: int) -> dict[str, np.ndarray]:
+def _make_arrays(inputs: Mapping[str, Tensor], seed: int) -> dict[str, np.ndarray]:
     """Inputs from the seed, drawn exactly as the paddle runners draw them (same case, same arrays)."""
     from benchmark.runners.paddle_common import make_arrays  # numpy only; paddle stays unimported
 
-    specs = {name: {"dtype": "float32", **dict(spec)} for name, spec in inputs.items()}
-    for name, spec in specs.items():
-        if spec["dtype"] not in _TORCH_DTYPES:
-            raise ValueError(f"input {name!r}: unknown dtype {spec['dtype']!r}")
-    return make_arrays(specs, seed)
-
-
-def _wants_grad(spec: Mapping[str, Any]) -> bool:
-    wants = spec.get("requires_grad")
-    dtype = spec.get("dtype", "float32")
-    return dtype.startswith(("float", "bfloat")) if wants is None else bool(wants)
+    for name, spec in inputs.items():
+        if spec.dtype not in _TORCH_DTYPES:
+            raise ValueError(f"input {name!r}: unknown dtype {spec.dtype!r}")
+    return make_arrays(inputs, seed)
 
 
 def _to_tensor(torch, array: np.ndarray, dtype: str, device, requires_grad: bool):
@@ -292,17 +289,20 @@ class TorchRunner(Runner):
     def __init__(self, tf32: bool = False) -> None:
         self.tf32 = tf32
 
-    def prepare(self, case) -> Prepared:
+    def prepare(self, case: Case | Mapping[str, Any]) -> Prepared:
         torch = import_torch()
-        cfg, place = _fields(case)
+        spec, place, tf32 = _fields(case)
+        tf32 = self.tf32 if tf32 is None else tf32
+        if spec.op is None or spec.inputs is None:
+            raise ValueError(f"not an op case (kind {spec.kind!r}): the torch runner runs op cases")
         device = torch_device(torch, place)
         cuda = device.type == "cuda"
         if cuda:
             torch.cuda.reset_peak_memory_stats(device)
-        fn, kwargs, name = resolve(torch, str(cfg["op"]), cfg.get("torch_op"), dict(cfg.get("attrs") or {}))
-        restore_tf32 = set_tf32(torch, bool(cfg.get("tf32", self.tf32)))
+        fn, kwargs, name = resolve(torch, spec.op, spec.torch_op, dict(spec.attrs))
+        restore_tf32 = set_tf32(torch, tf32)
         try:
-            step, outputs = _build(torch, fn, kwargs, cfg, device)
+            step, outputs = _build(torch, fn, kwargs, spec.inputs, spec, device)
         except Exception:
             restore_tf32()
             raise
@@ -315,22 +315,18 @@ class TorchRunner(Runner):
             peak_memory=(lambda: int(torch.cuda.max_memory_allocated(device))) if cuda else None,
             device_timer=(lambda: CudaEventTimer(torch, device)) if cuda else None,
             close=restore_tf32,
-            info=_info(torch, device, name, cfg, self.tf32),
+            info=_info(torch, device, name, spec.op, tf32),
         )
 
 
-def _build(torch, fn, kwargs, cfg, device):
+def _build(torch, fn, kwargs, inputs: dict[str, Tensor], spec: Spec, device):
     """(step, outputs) with inputs built once on the device."""
-    inputs = cfg["inputs"]
-    arrays = _make_arrays(inputs, int(cfg.get("seed", 0)))
-    backward = bool(cfg.get("backward"))
-    grad_names = [n for n in inputs if backward and _wants_grad(inputs[n])]
+    arrays = _make_arrays(inputs, spec.seed)
+    backward = spec.backward
+    grad_names = [n for n in inputs if backward and inputs[n].wants_grad()]
     if backward and not grad_names:
         raise RunnerUnavailable("backward requested but no input is floating point")
-    tensors = [
-        _to_tensor(torch, arrays[n], inputs[n].get("dtype", "float32"), device, n in grad_names)
-        for n in inputs
-    ]
+    tensors = [_to_tensor(torch, arrays[n], inputs[n].dtype, device, n in grad_names) for n in inputs]
     grad_ts = [t for n, t in zip(inputs, tensors, strict=True) if n in grad_names]
 
     def forward():
@@ -354,14 +350,14 @@ def _build(torch, fn, kwargs, cfg, device):
     return (step if backward else forward), outputs
 
 
-def _info(torch, device, name, cfg, tf32_default) -> dict[str, Any]:
+def _info(torch, device, name: str, op: str, tf32: bool) -> dict[str, Any]:
     info = {
         "framework": "torch",
         "torch_version": torch.__version__,
         "torch_cuda_version": torch.version.cuda,
-        "op": cfg.get("op"),
+        "op": op,
         "torch_op": name,
-        "tf32": bool(cfg.get("tf32", tf32_default)),
+        "tf32": tf32,
         "num_threads": torch.get_num_threads(),
         "device": str(device),
     }
@@ -373,6 +369,6 @@ def _info(torch, device, name, cfg, tf32_default) -> dict[str, Any]:
 RUNNER = TorchRunner()
 
 
-def prepare(case) -> Prepared:
+def prepare(case: Case | Mapping[str, Any]) -> Prepared:
     """Module-level entry point, like the paddle runner modules."""
     return RUNNER.prepare(case)
