@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from benchmark.cli import main
-from benchmark.gate import MIN_RUNS, nothing_to_compare
+from benchmark.gate import nothing_to_compare
+from benchmark.gate_series import MIN_RUNS
 from benchmark.report import html as dashboard
 from benchmark.report.compare_runs import JUDGED_STATUS, compare_run, gate_passed, run_notice
 from benchmark.results import CaseResult, process_entry, summarize_processes
