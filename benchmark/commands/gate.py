@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 
 from benchmark.commands._common import add_db, open_history, resolve_run
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
+from benchmark.report.text import event_lines, format_decision, revert_lines
 
 
 def register(sub) -> None:
@@ -29,7 +29,8 @@ def register(sub) -> None:
         "per-run values go through the online detector (a short history: an A/B against the previous "
         "run); with --baseline RUN_ID each case is compared with that run's (A/B). An A/B takes worker "
         "processes as the unit (Welch on log per-process values), never raw rounds. Prints one row per "
-        "failing case and lists improvements. A run with no baseline at all passes with a notice. "
+        "failing case and lists improvements, the environment changes (driver, kernel, Python) in the "
+        "judged histories and the recent alerts whose level came back. A run with no baseline at all passes with a notice. "
         "Only complete runs are judged (a run with missing results exits 2, naming them), and history "
         "baselines come only from complete runs. The runs of a run group are judged as one run; "
         "'latest' is the latest run's whole group.",
@@ -60,37 +61,6 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true", help="list every case, not only failing and improved ones")
     add_db(p)
     p.set_defaults(func=cmd_gate)
-
-
-def _pct(x: float) -> str:
-    return "-" if not math.isfinite(x) else f"{x:+.1%}"
-
-
-def format_decision(d) -> str:
-    interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}]" if math.isfinite(d.ci_low) else ""
-    head = f"{d.verdict.upper():<12} {d.case_id} [{d.place} {d.mode}] {d.metric}"
-    detail = f"effect {_pct(d.effect)} {interval}".strip() if math.isfinite(d.effect) else ""
-    parts = [head, detail, d.evidence, f"baseline: {d.baseline}" if d.baseline else "", d.reason]
-    return "  ".join(p for p in parts if p)
-
-
-def event_lines(decisions) -> list[str]:
-    """One line per environment change in the judged histories (drivers, kernel, Python), with the
-    series it is on: ``run 12: after driver 550 -> 560 (2 series: a [cpu dynamic], b [cpu dynamic])``."""
-    on: dict[tuple, list[str]] = {}
-    for d in decisions:
-        for run, label in d.events:
-            on.setdefault((run, label), []).append(f"{d.case_id} [{d.place} {d.mode}]")
-    lines = []
-    for (run, label), series in sorted(on.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0)):
-        names = ", ".join(series[:5]) + (f" and {len(series) - 5} more" if len(series) > 5 else "")
-        lines.append(f"run {run}: after {label} ({len(series)} series: {names})")
-    return lines
-
-
-def revert_lines(decisions) -> list[str]:
-    """One line per series whose recent alert came back to the old level."""
-    return [f"{d.case_id} [{d.place} {d.mode}]: {d.revert}" for d in decisions if d.revert]
 
 
 def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]:
