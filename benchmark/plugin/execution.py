@@ -80,11 +80,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         prepared = runners.prepare(case)
         result.extra["prepare_s"] = time.perf_counter() - t0
         result.extra.update(prepared.info)
-        for key, value in measure.measure(benchmark, prepared, case.place, settings).items():
-            if key == "extra":
-                result.extra.update(value)
-            else:
-                setattr(result, key, value)
+        measure.measure(benchmark, prepared, case.place, settings).fill(result)
         result.status = "ok"
         checks = checks_wanted(bench, case)
         if checks:  # after the timed measurement, never inside it; what the `checks` worker task does
@@ -213,6 +209,7 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
     if bench.processes == 0 or not cases:
         return
     todo, states = [], {}
+    not_run: dict[str, int] = {}  # reason -> cases
     for case in cases:
         if case.id in states:
             continue
@@ -225,14 +222,17 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
             result.finished_at = time.time()
             bench.worker_results[case.id] = result
             bench.record(result)
+            not_run[str(reason)] = not_run.get(str(reason), 0) + 1
             continue
         states[case.id] = CaseTrials(case=case, result=result)
         todo.append((case.id, case, case_processes(bench, case)))
-    if not todo:
-        return
-    rounds = trials.plan_trials(todo, bench.seed)
+    rounds = trials.plan_trials(todo, bench.seed) if todo else []
     total = sum(len(r) for r in rounds)
     progress = Progress(bench.config, total, len(rounds))
+    for reason, n in not_run.items():  # why fewer cases run than pytest collected
+        progress.line(f"benchmark: {n} of {len(cases)} collected case(s) not run on this machine: {reason}")
+    if not todo:
+        return
     progress.line(
         f"benchmark: {len(todo)} case(s) in worker processes ({counts(p for _, _, p in todo)} "
         f"each): {total} trials in {len(rounds)} randomized interleaved round(s), seed {bench.seed}; "

@@ -301,16 +301,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("bench_case", params)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> list | None:
+    """Without --bench-gate the gate items are not collected at all, so that pytest's count of
+    collected items is the count of items that run."""
+    if name != "test_gate" or collector.config.stash.get(SESSION_KEY, None) is None:
+        return None
+    if Path(collector.path).resolve() == SUITE_FILE and not collector.config.getoption("bench_gate"):
+        return []
+    return None
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    """Gate items run after every case was measured, and only with --bench-gate."""
+    """Gate items run after every case was measured."""
     if config.stash.get(SESSION_KEY, None) is None:
         return
     gate_items = [i for i in items if i.get_closest_marker("gate")]
-    if not gate_items:
-        return
-    others = [i for i in items if not i.get_closest_marker("gate")]
-    # Without --bench-gate the gate items are not part of the session at all (not "deselected").
-    items[:] = others + gate_items if config.getoption("bench_gate") else others
+    if gate_items:
+        items[:] = [i for i in items if not i.get_closest_marker("gate")] + gate_items
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

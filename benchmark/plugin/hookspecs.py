@@ -16,8 +16,8 @@ import pytest
 
 @pytest.hookspec
 def pytest_bench_update_run_metadata(config: pytest.Config, metadata: dict[str, Any]) -> None:
-    """Add fields to the run's metadata, once per suite run, after collection and before anything
-    is measured. `metadata` starts empty; every implementation adds to it in place. It is stored
+    """Add fields to the run's metadata, once per suite run, at the start of the session (before
+    collection). `metadata` starts empty; every implementation adds to it in place. It is stored
     with the run (history: the run's `extra["metadata"]`) and in the JSON summary (`run.metadata`).
     Values must be JSON (str, numbers, bool, None, lists, dicts): anything else stops the session
     with one line."""

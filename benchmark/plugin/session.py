@@ -133,6 +133,7 @@ class BenchSession:
             if self.processes
             else {"processes": 0, "order": "in-process"}
         )
+        self.run_info["metadata"] = self.plugin_metadata()
         if self.config.getoption("bench_no_store"):
             if self.config.getoption("bench_gate"):
                 raise pytest.UsageError(
@@ -172,7 +173,6 @@ class BenchSession:
         self.run_info["expected_results"] = len(self.expected) + len(counted)
         self.run_info["expected_cases"] = [[c.case_id, c.place, c.mode] for c in self.expected]
         self.run_info["run_group"] = self.run_group
-        self.run_info["metadata"] = self.plugin_metadata()
         if self.store is None:
             return
         self.run_info["heartbeat_s"] = HEARTBEAT_PERIOD_S

@@ -105,47 +105,29 @@ def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
 
 
 def write_summary(tr, bench: BenchSession) -> None:
-    """The summary table of the run's time results (collection order), the instruction counts, where
-    the results went, and the problems of the session (one line each)."""
+    """The summary table of the run's time results (collection order), the instruction counts, the
+    cases not run on this machine (a short section of their own, one line per reason), where the
+    results went, and the problems of the session (one line each)."""
     if not bench.results:
         _write_problems(tr, bench)
         return
-    tr.section("benchmark summary (time per iteration)")
-    tr.write_line(
-        f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} {'n':>5} "
-        f"{'P':>2} {'between':>7}  throughput"
-    )
-    skipped: dict[str, int] = {}
     # In collection order (cases measured in worker processes are recorded as their last trial ends).
     order = {(c.case_id, c.place, c.mode): i for i, c in enumerate(bench.expected or [])}
-    for r in sorted(bench.results, key=lambda r: order.get((r.case_id, r.place, r.mode), len(order))):
-        s = r.stats or {}
-        if r.metric != "time":
-            continue  # instruction counts: their own section below
+    timed = [r for r in bench.results if r.metric == "time"]  # instruction counts: their own section
+    timed.sort(key=lambda r: order.get((r.case_id, r.place, r.mode), len(order)))
+    skipped: dict[str, int] = {}
+    for r in timed:
         if r.status == "skipped":
             skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
-            continue
-        if r.status != "ok" and not r.samples:
-            tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
-            continue
-        ci = f"{measure.format_time(s.get('ci_low'))} .. {measure.format_time(s.get('ci_high'))}"
-        thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
+    shown = [r for r in timed if r.status != "skipped"]
+    if shown:
+        tr.section("benchmark summary (time per iteration)")
         tr.write_line(
-            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.get('median')):>10} "
-            f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5} {_between(s)}  {thr}"
+            f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} "
+            f"{'n':>5} {'P':>2} {'between':>7}  throughput"
         )
-        for w in r.warnings:
-            tr.write_line(f"    warning: {w}", yellow=True)
-        if r.status != "ok":
-            tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
-        torch = r.extra.get("torch") or {}
-        if torch.get("paddle_over_torch"):
-            tr.write_line(
-                f"    vs torch: {measure.format_time(torch['median'])} per iteration, "
-                f"paddle/torch = {torch['paddle_over_torch']:.2f}x"
-            )
-    for reason, count in skipped.items():
-        tr.write_line(f"skipped {count} case(s): {reason}")
+    for r in shown:
+        _write_time_row(tr, r)
     counted = [r for r in bench.results if r.metric == "instructions" and r.status != "skipped"]
     if counted:
         tr.section("benchmark summary (instructions per iteration, callgrind)")
@@ -162,12 +144,40 @@ def write_summary(tr, bench: BenchSession) -> None:
                 f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.stats.get('median', 0):>14,.0f} "
                 f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
             )
+    if skipped:
+        tr.section("not run on this machine", sep="-")
+        for reason, count in skipped.items():
+            tr.write_line(f"skipped {count} case(s): {reason}")
     where = [] if bench.json_error else [str(bench.json_path)]
     if bench.store is not None and bench.run_id is not None:
         group = f", group {bench.run_group}" if bench.run_group else ""
         where.append(f"history run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
     tr.write_line(f"results: {', '.join(where) or 'none written'}")
     _write_problems(tr, bench)
+
+
+def _write_time_row(tr, r) -> None:
+    """One result of the time table, with its warnings, error and torch comparison below it."""
+    s = r.stats or {}
+    if r.status != "ok" and not r.samples:
+        tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
+        return
+    ci = f"{measure.format_time(s.get('ci_low'))} .. {measure.format_time(s.get('ci_high'))}"
+    thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
+    tr.write_line(
+        f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.get('median')):>10} "
+        f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5} {_between(s)}  {thr}"
+    )
+    for w in r.warnings:
+        tr.write_line(f"    warning: {w}", yellow=True)
+    if r.status != "ok":
+        tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
+    torch = r.extra.get("torch") or {}
+    if torch.get("paddle_over_torch"):
+        tr.write_line(
+            f"    vs torch: {measure.format_time(torch['median'])} per iteration, "
+            f"paddle/torch = {torch['paddle_over_torch']:.2f}x"
+        )
 
 
 def _between(stats: dict) -> str:

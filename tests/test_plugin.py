@@ -1,0 +1,100 @@
+"""The suite's pytest plugin as installed (entry point pytest11 `paddle_benchmark`): it acts only
+in sessions that collect benchmark/test_cases.py, from the checkout or from elsewhere, and other
+plugins add run metadata through its hook (stored with the run, real SQLite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from benchmark.store import open_store
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+CASES = """
+cases:
+  - name: plug_abs
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [8, 8]}}
+    places: [cpu]
+    modes: [dynamic]
+"""
+
+META_PLUGIN = """
+def pytest_bench_update_run_metadata(config, metadata):
+    metadata["kernel_branch"] = "exp-1"
+    metadata["patches"] = [1, 2]
+"""
+
+BAD_META_PLUGIN = """
+def pytest_bench_update_run_metadata(config, metadata):
+    metadata["when"] = object()
+"""
+
+
+def pytest_run(cwd: Path, *args: str, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("PYTEST_ADDOPTS", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_the_plugin_is_inert_in_sessions_without_the_suite(tmp_path):
+    (tmp_path / "test_other.py").write_text("def test_one():\n    assert True\n")
+    # A config path that does not exist: loading configs would stop the session; inert, it is unused.
+    proc = pytest_run(tmp_path, "test_other.py", "-q", "--bench-config", str(tmp_path / "missing.yaml"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+    assert "benchmark" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists(), "no summary, worker log or history written"
+
+
+def test_the_suite_is_collected_from_another_directory(tmp_path):
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(textwrap.dedent(CASES))
+    proc = pytest_run(
+        tmp_path, str(PROJECT / "benchmark"), "--collect-only", "-q", "--bench-config", str(cfg)
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "benchmark/test_cases.py::test_case[plug_abs-cpu-dynamic]" in proc.stdout
+    assert "1 test collected" in proc.stdout
+    # The file itself, from the checkout, is the suite too.
+    proc = pytest_run(PROJECT, "benchmark/test_cases.py", "--collect-only", "-q", "--bench-config", str(cfg))
+    assert proc.returncode == 0 and "1 test collected" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_another_plugin_adds_run_metadata_that_is_stored_with_the_run(tmp_path):
+    (tmp_path / "meta_plugin.py").write_text(META_PLUGIN)
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(textwrap.dedent(CASES))
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    summary = tmp_path / "summary.json"
+    args = ["benchmark/", "-q", "-p", "meta_plugin", "--bench-config", str(cfg), "--bench-quick"]
+    args += ["--bench-processes", "0", "--bench-db", url, "--bench-json", str(summary)]
+    proc = pytest_run(PROJECT, *args, pythonpath=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    expected = {"kernel_branch": "exp-1", "patches": [1, 2]}
+    assert json.loads(summary.read_text())["run"]["metadata"] == expected
+    with open_store(url) as store:
+        (run,) = store.runs()
+        assert store.run(run["id"])["extra"]["metadata"] == expected
+
+
+def test_metadata_that_is_not_json_stops_the_session_with_one_line(tmp_path):
+    (tmp_path / "bad_meta_plugin.py").write_text(BAD_META_PLUGIN)
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(textwrap.dedent(CASES))
+    args = ["benchmark/", "-q", "-p", "bad_meta_plugin", "--bench-config", str(cfg), "--bench-no-store"]
+    args += ["--bench-json", str(tmp_path / "summary.json")]
+    proc = pytest_run(PROJECT, *args, pythonpath=tmp_path)
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if "pytest_bench_update_run_metadata" in line]
+    assert len(lines) == 1 and "not JSON" in lines[0], proc.stderr
+    assert not (tmp_path / "summary.json").exists()
