@@ -47,6 +47,12 @@ def shown_value(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _object(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`mapping[key]` when it is an object (a dict), else an empty one."""
+    value = mapping.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def header_problems(header: Mapping[str, Any], now: dt.datetime) -> list[str]:
     problems = []
     if "benchmarks" not in header:
@@ -54,30 +60,30 @@ def header_problems(header: Mapping[str, Any], now: dt.datetime) -> list[str]:
     for key in ("machine_info", "commit_info", "benchmark"):
         if header.get(key) is not None and not isinstance(header[key], dict):
             problems.append(f"{key}: expected an object, got {kind_of(header[key])}")
-    commit = header.get("commit_info") if isinstance(header.get("commit_info"), dict) else {}
+    commit = _object(header, "commit_info")
     for key in ("id", "branch"):
         if commit.get(key) is not None and not isinstance(commit[key], str):
             problems.append(f"commit_info.{key}: expected a string, got {kind_of(commit[key])}")
     if commit.get("dirty") is not None and not isinstance(commit["dirty"], bool):
         problems.append(f"commit_info.dirty: expected true or false, got {kind_of(commit['dirty'])}")
-    machine = header.get("machine_info") if isinstance(header.get("machine_info"), dict) else {}
+    machine = _object(header, "machine_info")
     if machine.get("cpu") is not None and not isinstance(machine["cpu"], dict):
         problems.append(f"machine_info.cpu: expected an object, got {kind_of(machine['cpu'])}")
     if machine.get("node") is not None and not isinstance(machine["node"], str):
         problems.append(f"machine_info.node: expected a string, got {kind_of(machine['node'])}")
     if header.get("version") is not None and not isinstance(header["version"], str):
         problems.append(f"version: expected a string, got {kind_of(header['version'])}")
-    ours = header.get("benchmark") if isinstance(header.get("benchmark"), dict) else {}
+    ours = _object(header, "benchmark")
     for key in ("run", "machine"):
         if ours.get(key) is not None and not isinstance(ours[key], dict):
             problems.append(f"benchmark.{key}: expected an object, got {kind_of(ours[key])}")
-    our_machine = ours.get("machine") if isinstance(ours.get("machine"), dict) else {}
+    our_machine = _object(ours, "machine")
     fp = our_machine.get("fingerprint")
     if fp is not None and not (isinstance(fp, str) and 0 < len(fp) <= 64):
         problems.append(
             f"benchmark.machine.fingerprint: expected a string of 1 to 64 characters, got {shown_value(fp)}"
         )
-    our_run = ours.get("run") if isinstance(ours.get("run"), dict) else {}
+    our_run = _object(ours, "run")
     for key, kind in (("framework", dict), ("env", dict), ("tags", list)):
         if our_run.get(key) is not None and not isinstance(our_run[key], kind):
             problems.append(f"benchmark.run.{key}: expected {kind_of(kind())}, got {kind_of(our_run[key])}")
@@ -116,7 +122,7 @@ def benchmark_problems(index: int, bench: Any) -> list[str]:
     if not isinstance(stats, dict):
         return [*problems, f"{where}: stats: expected an object, got {kind_of(stats)}"]
     problems.extend(f"{where}: {p}" for p in stats_problems(stats))
-    extra_info = bench.get("extra_info") if isinstance(bench.get("extra_info"), dict) else {}
+    extra_info = _object(bench, "extra_info")
     for key in ("place", "mode"):
         if extra_info.get(key) is not None and not (isinstance(extra_info[key], str) and extra_info[key]):
             problems.append(
