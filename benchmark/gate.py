@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from benchmark.analysis.events import run_environment
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.gate_series import judge_result
 from benchmark.gates import Gates, GateSettings
@@ -160,7 +159,7 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
     # The series' history: the baseline of the history gate, and its between-run noise for an A/B.
     bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
     envs = (
-        _environments(store, {run_id} | {r for b in bases.values() for r in b.run_ids})
+        store.run_environments({run_id} | {r for b in bases.values() for r in b.run_ids})
         if baseline is None
         else {}
     )
@@ -172,11 +171,6 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
             judge_result(d, s, result, bases.get(key), baseline, base_results.get(key), envs)
         decisions.append(d)
     return decisions
-
-
-def _environments(store, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-    """The recorded volatile environment (drivers, kernel, Python) of each run."""
-    return {r: run_environment(store.run(r) or {}) for r in run_ids}
 
 
 def _control_fdr(decisions: list[Decision], alpha: float) -> None:

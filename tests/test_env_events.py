@@ -70,6 +70,7 @@ def test_an_upgrade_keeps_the_series_and_is_an_event(sqlite_url, make_result):
         assert len({r["series_id"] for r in history}) == 1 and len(history) == 4
         assert len({r["machine"] for r in history}) == 1
         envs = [run_environment(store.run(r)) for r in runs]
+        assert store.run_environments([*runs, 10**6]) == dict(zip(runs, envs, strict=True))  # one query
         (base,) = store.baselines(runs[-1]).values()
         assert base.run_ids == runs[:-1]  # the upgraded runs are judged against the old ones
     assert envs[0]["gpu_driver"] == "550.54.15" and envs[2]["gpu_driver"] == "560.28.03"

@@ -27,7 +27,6 @@ from benchmark.store.models import (
 from benchmark.store.queries import (
     BASELINE_RUN_STATUSES,
     Baseline,
-    SeriesKey,
     by_result,
     fill_commits,
     fill_process_values,
@@ -130,6 +129,20 @@ class StoreReads:
         for row in rows:
             self._add_truth(row, *counts.get(row["id"], (set(), {})), now)
         return rows
+
+    def run_environments(self, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """The recorded volatile environment (``extra["machine_env"]``: drivers, kernel, OS release,
+        Python) of each of `run_ids` that exists, in one query per 10,000 runs; {} for a run
+        recorded without one."""
+        ids = sorted(set(run_ids))
+        out: dict[int, dict[str, Any]] = {}
+        with self._read() as conn:
+            for start in range(0, len(ids), 10_000):
+                query = sa.select(RUN.c.id, RUN.c.extra).where(RUN.c.id.in_(ids[start : start + 10_000]))
+                for run_id, extra in conn.execute(query).all():
+                    env = extra.get("machine_env") if isinstance(extra, Mapping) else None
+                    out[run_id] = dict(env) if isinstance(env, Mapping) else {}
+        return out
 
     def _add_truth(self, row: dict[str, Any], places: set, by_status: dict, now: dt.datetime) -> None:
         """Places, result counts, `missing` (expected but not stored, None when not known) and the
