@@ -27,6 +27,7 @@ from benchmark.store.models import (
 from benchmark.store.queries import (
     BASELINE_RUN_STATUSES,
     Baseline,
+    SeriesKey,
     by_result,
     fill_commits,
     fill_process_values,
