@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from benchmark.report import text as words
 from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
 
 MAX_TABLE_ROWS = 100
@@ -59,13 +60,13 @@ def fmt_time(seconds: float | None, unit: str = "s") -> str:
 
 
 def pct(ratio: float) -> str:
-    return "-" if not math.isfinite(ratio) else f"{(ratio - 1) * 100:+.1f}%"
+    """A ratio new/baseline as a change: ``+4.8%`` (benchmark.report.text)."""
+    return words.pct(ratio - 1)
 
 
 def effect(row: Row) -> str:
-    if not math.isfinite(row.ci_low):
-        return pct(row.ratio)
-    return f"{pct(row.ratio)} ({pct(row.ci_low)} .. {pct(row.ci_high)})"
+    """The change with its interval, as `benchmark gate` writes it: ``+4.8% (+2.1% .. +7.6%)``."""
+    return words.effect(row.ratio - 1, row.ci_low - 1, row.ci_high - 1)
 
 
 def evidence(row: Row) -> str:
@@ -143,15 +144,11 @@ def _history_table(rows: list[Row]) -> str:
 def _events_and_reverts(rows: list[Row]) -> str:
     """Environment changes in the judged histories (one line per change, with its series) and the
     series whose recent alert came back to the old level; "" when there are none."""
-    on: dict[tuple, list[Row]] = {}
-    for r in rows:
-        for run, label in r.events:
-            on.setdefault((run, label), []).append(r)
-    lines = []
-    for (run, label), series in sorted(on.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0)):
-        names = ", ".join(f"{code(r.case_id)} ({text(r.place)}, {text(r.mode)})" for r in series[:5])
-        more = f" and {len(series) - 5} more" if len(series) > 5 else ""
-        lines.append(f"- run {run}: after {text(label)} ({len(series)} series: {names}{more})")
+    lines = [
+        f"- run {run}: after {text(label)} ({len(series)} series: "
+        f"{words.named([f'{code(r.case_id)} ({text(r.place)}, {text(r.mode)})' for r in series])})"
+        for run, label, series in words.events_by_change(rows)
+    ]
     lines += [
         f"- {code(r.case_id)} ({text(r.place)}, {text(r.mode)}): {text(r.revert)}" for r in rows if r.revert
     ]

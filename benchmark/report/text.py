@@ -1,0 +1,75 @@
+"""The judge's decisions in words, written once: `benchmark gate`'s lines, the pytest --bench-gate
+items' failure messages and the Markdown report's effects and environment events.
+
+Pure functions of the decisions (:class:`benchmark.gate.Decision`) or the report rows made of them
+(:class:`benchmark.report.compare_runs.Row`): both carry case_id, place, mode, events and revert.
+Markdown escapes what it takes from here; this module writes plain text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from benchmark.units import format_percent
+
+T = TypeVar("T")
+MAX_NAMED = 5  # series named per environment change; the rest are counted
+
+
+def pct(change: float | None) -> str:
+    """A relative change (new/baseline - 1) as ``+4.8%``; ``-`` when missing."""
+    return format_percent(change)
+
+
+def effect(change: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A relative change with its interval when there is one: ``+4.8% (+2.1% .. +7.6%)``."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return pct(change)
+    return f"{pct(change)} ({pct(low)} .. {pct(high)})"
+
+
+def series_label(item: Any) -> str:
+    """``case [place mode]``: the series of a decision or a report row."""
+    return f"{item.case_id} [{item.place} {item.mode}]"
+
+
+def format_decision(d: Any) -> str:
+    """One line for a decision: verdict, series, metric, effect with interval, evidence, baseline,
+    reason (the parts that are empty are left out)."""
+    head = f"{str(d.verdict).upper():<12} {series_label(d)} {d.metric}"
+    detail = f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
+    parts = [head, detail, d.evidence, f"baseline: {d.baseline}" if d.baseline else "", d.reason]
+    return "  ".join(p for p in parts if p)
+
+
+def events_by_change(items: Iterable[T]) -> list[tuple[int | None, str, list[T]]]:
+    """The environment changes of the items' histories, oldest run first: (first run under the new
+    environment, what changed, the items whose history has it)."""
+    on: dict[tuple[int | None, str], list[T]] = {}
+    for item in items:
+        for run, label in getattr(item, "events", None) or ():
+            on.setdefault((run, label), []).append(item)
+    ordered = sorted(on.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0))
+    return [(run, label, series) for (run, label), series in ordered]
+
+
+def named(names: list[str]) -> str:
+    """The first MAX_NAMED names, then how many more: ``a, b, c, d, e and 3 more``."""
+    more = f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
+    return ", ".join(names[:MAX_NAMED]) + more
+
+
+def event_lines(decisions: Iterable[Any]) -> list[str]:
+    """One line per environment change in the judged histories (drivers, kernel, Python), with the
+    series it is on: ``run 12: after driver 550 -> 560 (2 series: a [cpu dynamic], b [cpu dynamic])``."""
+    return [
+        f"run {run}: after {label} ({len(items)} series: {named([series_label(d) for d in items])})"
+        for run, label, items in events_by_change(decisions)
+    ]
+
+
+def revert_lines(decisions: Iterable[Any]) -> list[str]:
+    """One line per series whose recent alert came back to the old level."""
+    return [f"{series_label(d)}: {d.revert}" for d in decisions if getattr(d, "revert", "")]
