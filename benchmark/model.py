@@ -1,5 +1,5 @@
 """The typed records the stages exchange: a benchmark `Case` and the `Spec` of its fully expanded
-config (`Tensor` inputs, `ProgramStep`s, `MeasureSettings` overrides).
+config (`Tensor` inputs, `ProgramStep`s, measurement overrides), and the `SeriesKey` of a result.
 
 A case's shape goes from YAML to the stored result through typed fields only:
 `configs/*.yaml` -> `benchmark.config` (schema, grid expansion) -> `Case.spec.inputs["x"].shape`
@@ -12,9 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+class SeriesKey(NamedTuple):
+    """What makes results one series on one machine: case id, config hash, place, mode and metric
+    ("time" or "instructions"). A tuple: it compares, hashes and unpacks as one."""
+
+    case_id: str
+    config_hash: str
+    place: str
+    mode: str
+    metric: str = "time"
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any]) -> SeriesKey:
+        """The key of a result dict (`CaseResult.to_dict()` or a stored result); metric "time"
+        where it names none."""
+        return cls(
+            result["case_id"],
+            result["config_hash"],
+            result["place"],
+            result["mode"],
+            result.get("metric") or "time",
+        )
 
 
 class _Frozen(BaseModel):

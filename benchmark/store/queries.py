@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
+from benchmark.model import SeriesKey
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -31,18 +32,10 @@ from benchmark.store.rows import STAT_COLUMNS, process_dict
 BASELINE_RUN_STATUSES = ("complete",)
 WILDCARDS = frozenset("*?")
 
-SeriesKey = tuple[str, str, str, str, str]  # (case_id, config_hash, place, mode, metric)
-
 
 def series_key(result: Mapping[str, Any]) -> SeriesKey:
-    """The key `Store.baselines` uses for a result dict: (case_id, config_hash, place, mode, metric)."""
-    return (
-        result["case_id"],
-        result["config_hash"],
-        result["place"],
-        result["mode"],
-        result.get("metric") or "time",
-    )
+    """The key `Store.baselines` uses for a result dict (`benchmark.model.SeriesKey.of`)."""
+    return SeriesKey.of(result)
 
 
 @dataclass

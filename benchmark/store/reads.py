@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from benchmark.model import SeriesKey
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
     CASE,
@@ -27,7 +28,6 @@ from benchmark.store.models import (
 from benchmark.store.queries import (
     BASELINE_RUN_STATUSES,
     Baseline,
-    SeriesKey,
     by_result,
     fill_commits,
     fill_process_values,
@@ -281,7 +281,7 @@ class StoreReads:
             fill_commits(conn, found.values())
             fill_process_values(conn, found.values())
         return {
-            (t.case_id, t.config_hash, t.place, t.mode, t.metric): found.get(t.series_id, Baseline())
+            SeriesKey(t.case_id, t.config_hash, t.place, t.mode, t.metric): found.get(t.series_id, Baseline())
             for t in targets
         }
 
