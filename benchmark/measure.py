@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from benchmark.analysis.summary import stability_warnings, summarize
+from benchmark.results import CaseResult
 
 # glibc mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD = -1
@@ -213,12 +214,47 @@ def device_times(prepared, p: Plan, rounds: int) -> list[float] | None:
     return out
 
 
-def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[str, Any]:
+@dataclass
+class Measurement:
+    """What one in-process measurement (`measure`) found: raw samples (host seconds per iteration,
+    one per round) and their summary, the warmup and iteration counts, device samples (seconds per
+    iteration from device events, where the device timed it), minor page faults per iteration, peak
+    device memory, stability warnings, throughput of model cases, and the timing plan in `extra`."""
+
+    samples: list[float]
+    iterations: int
+    warmup_rounds: int
+    stats: dict[str, float]
+    device_samples: list[float] | None
+    page_faults_per_iter: float
+    peak_memory_bytes: int | None
+    warnings: list[str]
+    extra: dict[str, Any]
+    throughput: float | None = None
+    throughput_unit: str | None = None
+    batch_size: int | None = None
+
+    def fill(self, result: CaseResult) -> None:
+        """Set the measured fields of `result` (its `extra` gains the timing plan)."""
+        result.samples = self.samples
+        result.iterations = self.iterations
+        result.warmup_rounds = self.warmup_rounds
+        result.stats = self.stats
+        result.device_samples = self.device_samples
+        result.page_faults_per_iter = self.page_faults_per_iter
+        result.peak_memory_bytes = self.peak_memory_bytes
+        result.warnings = self.warnings
+        result.extra.update(self.extra)
+        if self.throughput is not None:
+            result.throughput = self.throughput
+            result.throughput_unit = self.throughput_unit
+            result.batch_size = self.batch_size
+
+
+def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> Measurement:
     """Warm up, calibrate and time `prepared.step` through the pytest-benchmark fixture.
 
-    Returns the fields of a CaseResult that measurement fills: raw samples (host seconds per
-    iteration, one per round), their summary, warmup/iteration counts, device samples, page
-    faults per iteration, peak memory and stability warnings.
+    Returns the Measurement (`Measurement.fill` puts it into a CaseResult).
     """
     _SYNCS[place] = prepared.sync
     try:
@@ -234,35 +270,37 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> dict[
         dev = device_times(prepared, p, min(p.rounds, 50))
     finally:
         _SYNCS.pop(place, None)
-    fields: dict[str, Any] = {
-        "samples": samples,
-        "iterations": p.iterations,
-        "warmup_rounds": 1,
-        "stats": summarize(samples),
-        "device_samples": dev,
-        "page_faults_per_iter": faults / ((p.rounds + 1) * p.iterations),
-        "peak_memory_bytes": prepared.peak_memory() if prepared.peak_memory else None,
-        "warnings": stability_warnings(samples, min_rounds=min(10, settings.min_rounds)),
-        "extra": {
+    stats = summarize(samples)
+    per_iter = faults / ((p.rounds + 1) * p.iterations)
+    found = Measurement(
+        samples=samples,
+        iterations=p.iterations,
+        warmup_rounds=1,
+        stats=stats,
+        device_samples=dev,
+        page_faults_per_iter=per_iter,
+        peak_memory_bytes=prepared.peak_memory() if prepared.peak_memory else None,
+        warnings=stability_warnings(samples, min_rounds=min(10, settings.min_rounds)),
+        extra={
             "warmup_iterations": n_warm,
             "estimate_s": estimate,
             "round_time": settings.round_time,
             "warmup_s": t1 - t0,
             "timed_s": t2 - t1,
         },
-    }
-    median = fields["stats"].get("median") or 0.0
-    if median and fields["page_faults_per_iter"] * FAULT_COST_S > 0.02 * median:
-        fields["warnings"].append(
-            f"page faults: {fields['page_faults_per_iter']:.1f} minor faults per iteration (~"
-            f"{fields['page_faults_per_iter'] * FAULT_COST_S / median:.0%} of the time); the timing includes "
+    )
+    median = stats.get("median") or 0.0
+    if median and per_iter * FAULT_COST_S > 0.02 * median:
+        found.warnings.append(
+            f"page faults: {per_iter:.1f} minor faults per iteration (~"
+            f"{per_iter * FAULT_COST_S / median:.0%} of the time); the timing includes "
             "memory mapping (allocator not controlled, or tensors above the mmap threshold)"
         )
     if prepared.items_per_step and samples:
-        fields["throughput"] = prepared.items_per_step / fields["stats"]["median"]
-        fields["throughput_unit"] = "samples/s"
-        fields["batch_size"] = prepared.items_per_step
-    return fields
+        found.throughput = prepared.items_per_step / stats["median"]
+        found.throughput_unit = "samples/s"
+        found.batch_size = prepared.items_per_step
+    return found
 
 
 def measure_plain(prepared, settings: MeasureSettings) -> list[float]:

@@ -109,3 +109,24 @@ def test_format_time_units():
     assert measure.format_time(2.5e-6) == "2.500 µs"
     assert measure.format_time(2.5e-8) == "25.00 ns"
     assert measure.format_time(None) == "-"
+
+
+def test_in_process_measurement_is_a_typed_record_that_fills_a_result(benchmark):
+    from benchmark.results import CaseResult
+    from benchmark.runners.base import Prepared
+
+    def step():
+        return sum(range(100))
+
+    settings = measure.MeasureSettings.quick()
+    found = measure.measure(benchmark, Prepared(step=step, items_per_step=8), "cpu", settings)
+    assert isinstance(found, measure.Measurement)
+    assert len(found.samples) >= settings.min_rounds and all(x > 0 for x in found.samples)
+    assert found.stats["median"] == pytest.approx(float(np.median(found.samples)))
+    assert found.device_samples is None and found.peak_memory_bytes is None  # CPU: no device timer
+    assert found.throughput == pytest.approx(8 / found.stats["median"]) and found.batch_size == 8
+    result = CaseResult("c", "c", "op", "cpu", "dynamic", {}, "h", extra={"prepare_s": 0.1})
+    found.fill(result)
+    assert result.samples == found.samples and result.iterations == found.iterations
+    assert result.throughput_unit == "samples/s" and result.warmup_rounds == 1
+    assert result.extra["prepare_s"] == 0.1 and result.extra["warmup_iterations"] >= 2
