@@ -183,12 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             c
             for n in r.cases
             for c in by_name[n]
-            if c.place == "cpu" and c.mode == "dynamic" and not c.config.get("backward")
+            if c.place == "cpu" and c.mode == "dynamic" and not c.spec.backward
         ]
         if not cpu:
             outcome[key] = "valid; not run on CPU: float16 (GPU only)"
             continue
-        if any(tensor_bytes(c.config.get("inputs")) > args.max_run_bytes for c in cpu):
+        if any(tensor_bytes(c.spec.inputs) > args.max_run_bytes for c in cpu):
             outcome[key] = f"valid; not run on CPU: inputs over {args.max_run_bytes / 1024**3:g} GiB"
             continue
         outcome[key] = "valid; to run"

@@ -73,7 +73,7 @@ def _run_one_iteration(case):
         prepared.step()
         prepared.sync()
         record = check_accuracy(case, prepared)
-        if case.config.get("reference"):
+        if case.spec.reference:
             assert record["status"] == "passed", (case.id, record["message"])
         return record
     finally:
@@ -108,14 +108,14 @@ def test_fixtures_import_validate_and_report_reasons(fixtures_imported):
     ):
         assert name in names, name
     by_name = {c.name: c for c in cases if c.place == "cpu" or c.name == "softmax_legacy_1"}
-    assert by_name["pool2d_max_legacy_1"].config["attrs"]["kernel_size"] == [16, 16]  # global pooling
-    assert by_name["interp_bilinear_legacy_0"].config["attrs"] == {
+    assert by_name["pool2d_max_legacy_1"].spec.attrs["kernel_size"] == [16, 16]  # global pooling
+    assert by_name["interp_bilinear_legacy_0"].spec.attrs == {
         "size": [10, 14],
         "align_corners": False,
         "data_format": "NCHW",
         "mode": "bilinear",
     }
-    assert set(by_name["batch_norm_legacy_0"].config["inputs"]) == {
+    assert set(by_name["batch_norm_legacy_0"].spec.inputs) == {
         "x",
         "running_mean",
         "running_var",
@@ -179,11 +179,11 @@ def test_one_shared_case_per_op_runs(shared_imported):
     for c in cases:
         if c.place != "cpu" or c.params.get("dtype", "float32") != "float32":
             continue
-        if c.kind == "model" and c.config["step"] != "train":
+        if c.kind == "model" and c.spec.step != "train":
             continue
         prefix = c.name.split("_legacy_")[0]
-        size = tensor_bytes(c.config.get("inputs"))
-        if prefix not in smallest or size < tensor_bytes(smallest[prefix].config.get("inputs")):
+        size = tensor_bytes(c.spec.inputs)
+        if prefix not in smallest or size < tensor_bytes(smallest[prefix].spec.inputs):
             smallest[prefix] = c
     assert {"activation_sigmoid", "elementwise_add", "matmul", "reduce_sum", "softmax", "lstm"} <= set(
         smallest

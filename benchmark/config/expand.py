@@ -11,7 +11,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from benchmark.config.schema import DTYPES, VAR_RE, check_dtype
 from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
-from benchmark.model import Case, Spec
+from benchmark.model import Case, Spec, Tensor
 
 # What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]|\.(?=\.)")
@@ -100,13 +100,11 @@ def _as_list(v: Any) -> list[Any]:
 _GENERATION_BYTES = {"float16": 6, "bfloat16": 6}
 
 
-def tensor_bytes(specs: dict[str, Any] | None) -> int:
-    """Peak bytes of generating `specs`' inputs, by dtype (see _GENERATION_BYTES)."""
+def tensor_bytes(tensors: Mapping[str, Tensor] | None) -> int:
+    """Peak bytes of generating the inputs `tensors`, by dtype (see _GENERATION_BYTES)."""
     total = 0
-    for spec in (specs or {}).values():
-        shape = spec.get("shape") or []
-        dtype = spec.get("dtype")
-        total += math.prod(shape) * _GENERATION_BYTES.get(dtype, DTYPES.get(dtype, 8))
+    for t in (tensors or {}).values():
+        total += math.prod(t.shape) * _GENERATION_BYTES.get(t.dtype, DTYPES.get(t.dtype, 8))
     return total
 
 
@@ -241,7 +239,8 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
                 problems.append((f"{fld}.low", f"expected low < high, got {spec['low']} and {spec['high']}"))
     if problems:
         return problems
-    need = tensor_bytes(cfg.get("inputs")) + tensor_bytes(cfg.get("feed"))
+    tensors = {n: Tensor.model_validate(t) for g in ("inputs", "feed") for n, t in (cfg.get(g) or {}).items()}
+    need = tensor_bytes(tensors)
     if cfg.get("backward"):
         need *= 3  # inputs, output gradients and input gradients
     if need > max_bytes:
