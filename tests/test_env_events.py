@@ -175,7 +175,8 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
     import numpy as np
 
     from benchmark.report.compare_runs import analyse, load_series
-    from benchmark.report.html import Entry, _change_table
+    from benchmark.report.htmlkit import Entry
+    from benchmark.report.pages import change_table
     from benchmark.report.trend import trend_plot
 
     rng = np.random.default_rng(3)
@@ -199,7 +200,7 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
     fig = trend_plot(series, analysis)
     gids = {a.get_gid() for ax in fig.axes for a in [*ax.lines, *ax.texts]}
     assert {"environment-event", "environment-event-label"} <= gids
-    html = _change_table(Entry(series=series, analysis=analysis, slug="x"))
+    html = change_table(Entry(series=series, analysis=analysis, slug="x"))
     assert "environment change" in html and "after driver 550.54.15 -&gt; 560.28.03" in html
 
 

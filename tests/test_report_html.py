@@ -17,6 +17,7 @@ import pytest
 from benchmark.analysis.summary import summarize
 from benchmark.cli import main
 from benchmark.report import html as dashboard
+from benchmark.report import svg as inline_svg
 from benchmark.results import CaseResult
 from benchmark.store import open_store
 
@@ -149,13 +150,13 @@ def test_series_page_content(site):
 
 
 def test_sparkline_is_an_inline_svg_polyline():
-    svg = dashboard.sparkline_svg(np.linspace(1.0, 2.0, 500), "regression")
+    svg = inline_svg.sparkline_svg(np.linspace(1.0, 2.0, 500), "regression")
     assert svg.startswith('<svg class="spark"') and "<polyline" in svg
     points = re.search(r'points="([^"]+)"', svg).group(1).split()
-    assert len(points) == dashboard.SPARK_POINTS  # downsampled
+    assert len(points) == inline_svg.SPARK_POINTS  # downsampled
     ys = [float(p.split(",")[1]) for p in points]
     assert ys[0] > ys[-1]  # rising values go up (SVG y points down)
-    assert "<svg" in dashboard.sparkline_svg([])
+    assert "<svg" in inline_svg.sparkline_svg([])
 
 
 def test_cli_report_html(history, tmp_path, capsys):

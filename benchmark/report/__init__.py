@@ -1,15 +1,16 @@
-"""Reports of the history: matplotlib plots, Markdown for pull requests, a static HTML dashboard.
+"""Reports of the history: the judge's decisions and the series, as text, Markdown, HTML and plots.
 
-- :mod:`benchmark.report.compare_runs` -- the decisions: ``compare_run(store, run_id, baseline=None)``
-  (A/B of every result of a run against its baseline, FDR-controlled, plus the online history
-  detector) and ``load_series`` / ``analyse`` (change points, alerts, status of each series);
-- :mod:`benchmark.report.plots` -- trend plot, A/B chart, NVML telemetry timeline; ``save`` and a
-  parallel ``render_all``;
-- :mod:`benchmark.report.markdown` -- ``render(run, rows, ...)``: text for a PR comment or CI summary;
-- :mod:`benchmark.report.html` -- ``build_dashboard(store, out_dir, ...)``: the self-contained site.
+- :mod:`~benchmark.report.compare_runs` -- the decisions of a run as report rows (``compare_run``) and
+  the series' histories with their change points and alerts (``load_series``, ``analyse``);
+- :mod:`~benchmark.report.text` -- decisions in words (``format_decision``), shared by `benchmark gate`,
+  the pytest gate items and the Markdown report; :mod:`~benchmark.report.markdown` -- the PR report;
+- :mod:`~benchmark.report.jobs` -- the one plot-job builder and the parallel renderer;
+  :mod:`~benchmark.report.trend`, :mod:`~benchmark.report.plots` -- the matplotlib figures;
+- :mod:`~benchmark.report.html` -- the dashboard, with :mod:`~benchmark.report.pages`,
+  :mod:`~benchmark.report.htmlkit` and :mod:`~benchmark.report.svg`.
 
-The CLI is :mod:`benchmark.commands.report` (``benchmark plot``, ``benchmark report``). Submodules are
-imported on use, so ``import benchmark.report`` does not load matplotlib.
+The statistics behind the decisions are described in docs/detection.md. Submodules are imported on
+use, so ``import benchmark.report`` does not load matplotlib.
 """
 
 from benchmark.report.compare_runs import Row, SeriesAnalysis, SeriesData, compare_run, counts, gate_passed
