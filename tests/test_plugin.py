@@ -80,6 +80,8 @@ def test_another_plugin_adds_run_metadata_that_is_stored_with_the_run(tmp_path):
     args += ["--bench-processes", "0", "--bench-db", url, "--bench-json", str(summary)]
     proc = pytest_run(PROJECT, *args, pythonpath=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # Measured through pytest-benchmark's fixture (--bench-processes 0), still one results table.
+    assert "benchmark summary" in proc.stdout and "Name (time in" not in proc.stdout
     expected = {"kernel_branch": "exp-1", "patches": [1, 2]}
     assert json.loads(summary.read_text())["run"]["metadata"] == expected
     with open_store(url) as store:
@@ -98,3 +100,40 @@ def test_metadata_that_is_not_json_stops_the_session_with_one_line(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if "pytest_bench_update_run_metadata" in line]
     assert len(lines) == 1 and "not JSON" in lines[0], proc.stderr
     assert not (tmp_path / "summary.json").exists()
+
+
+BROKEN = """
+  - name: plug_bad
+    kind: op
+    op: paddle.reshape
+    inputs: {x: {shape: [4, 4]}}
+    attrs: {shape: [3, 3]}
+    places: [cpu]
+"""
+
+
+def test_pytest_benchmark_options_the_suite_does_not_use_are_refused_in_one_line(tmp_path):
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(textwrap.dedent(CASES))
+    args = ["benchmark/", "--collect-only", "-q", "--bench-config", str(cfg), "--benchmark-min-rounds=3"]
+    proc = pytest_run(PROJECT, *args, "--benchmark-json", str(tmp_path / "b.json"), "--benchmark-sort=name")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("ERROR:")]
+    assert "pytest-benchmark options not used by this suite: --benchmark-min-rounds (" in line
+    assert "--benchmark-json (" in line and "--benchmark-sort (" in line
+
+
+def test_benchmark_disable_runs_each_case_once_untimed_and_records_nothing(tmp_path):
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(CASES + BROKEN)
+    summary, db = tmp_path / "summary.json", tmp_path / "history.sqlite"
+    args = ["benchmark/", "-q", "--bench-config", str(cfg), "--benchmark-disable"]
+    proc = pytest_run(PROJECT, *args, "--bench-json", str(summary), "--bench-db", f"sqlite:///{db}")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "1 failed, 1 passed" in proc.stdout  # the broken config fails, the good one passes
+    assert "FAILED benchmark/test_cases.py::test_case[plug_bad-cpu-dynamic]" in proc.stdout
+    assert "benchmark: --benchmark-disable: 1 case(s) ran once, untimed; nothing recorded" in proc.stdout
+    assert not summary.exists() and not db.exists()
+    # Nothing to judge or count: refused in one line.
+    proc = pytest_run(PROJECT, *args, "--bench-gate", "--collect-only")
+    assert proc.returncode == 4 and "--bench-gate cannot run with it" in proc.stderr, proc.stderr

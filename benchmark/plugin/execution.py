@@ -105,6 +105,28 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     return item_outcome(case, result, bench)
 
 
+def check_case(case: Case, bench: BenchSession) -> None:
+    """--benchmark-disable: prepare the case and run one step of it in this process, untimed (a
+    quick check that a config runs); skipped where it cannot run here; nothing is recorded."""
+    from benchmark import runners
+
+    ok, reason = runners.framework_available(bench.framework)
+    if ok:
+        ok, reason = runners.place_available(case.place, bench.framework)
+    if not ok:
+        pytest.skip(reason)
+    try:
+        prepared = runners.prepare(case)
+    except runners.RunnerUnavailable as e:
+        pytest.skip(str(e))
+    try:
+        prepared.step()
+        prepared.sync()
+    finally:
+        prepared.close()
+    bench.checked += 1
+
+
 def report_case(case: Case, bench: BenchSession) -> CaseResult:
     """The body of an item whose case was measured in worker processes: count its instructions
     (with --bench-instructions), then pass, skip or fail with the recorded result."""

@@ -28,18 +28,6 @@ SESSION_KEY = pytest.StashKey["BenchSession"]()
 SUITE_FILE = Path(__file__).resolve().parent.parent / "test_cases.py"
 DEFAULT_PROCESSES = 3
 QUICK_PROCESSES = 2  # smoke runs: the fewest processes that still show a between-process spread
-PYTEST_BENCHMARK_DEFAULT_COLUMNS = [
-    "min",
-    "max",
-    "mean",
-    "stddev",
-    "median",
-    "iqr",
-    "outliers",
-    "ops",
-    "rounds",
-    "iterations",
-]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -251,26 +239,29 @@ def bench_of(config: pytest.Config) -> BenchSession | None:
     return bench
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's (trylast), which reads its options
 def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "help", False) or not collects_suite(config):
         return
+    from benchmark.plugin import compat
     from benchmark.plugin.session import BenchSession
 
+    compat.check_options(config)
+    compat.quiet_pytest_benchmark(config)
     session = BenchSession(config)
     config.stash[SESSION_KEY] = session
     for t in sorted({t for c in session.cases for t in c.tags}):
         config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
     for m in ("op", "program", "model", "cpu", "gpu", "gate"):
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
-    # Fewer, more readable pytest-benchmark columns unless the user chose some.
-    if config.getoption("benchmark_columns", None) in (None, [], PYTEST_BENCHMARK_DEFAULT_COLUMNS):
-        config.option.benchmark_columns = ["min", "median", "iqr", "rounds", "iterations"]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     bench = bench_of(session.config)
     if bench is not None:
         bench.session = session
+        if bench.disabled:  # nothing is measured, stored or written
+            return
         bench.check_json_path()
         bench.open_history()
         bench.check_telemetry(session.config)
@@ -323,7 +314,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     bench = bench_of(session.config)
-    if bench is not None:
+    if bench is not None and not bench.disabled:
         bench.begin_run(session.items)
 
 
@@ -331,7 +322,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtestloop(session: pytest.Session):
     """Before the items run: measure the selected cases in worker processes (interleaved trials)."""
     bench = bench_of(session.config)
-    if bench is not None and not session.testsfailed and bench.processes > 0:
+    if bench is not None and not session.testsfailed and bench.processes > 0 and not bench.disabled:
         from benchmark.plugin.execution import measure_in_workers
 
         measure_in_workers(bench, session.items)
@@ -340,7 +331,7 @@ def pytest_runtestloop(session: pytest.Session):
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = bench_of(session.config)
-    if bench is not None:
+    if bench is not None and not bench.disabled:
         if not bench.finish(int(exitstatus)) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from benchmark.plugin.terminal import check_required_places

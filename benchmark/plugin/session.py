@@ -24,6 +24,7 @@ from benchmark import measure
 from benchmark.config import load_paths
 from benchmark.model import Case
 from benchmark.paths import RUN_GROUP_ENV
+from benchmark.plugin import compat
 from benchmark.plugin.hooks import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.plugin.selection import as_torch_case, csv, select_cases, shard_cases
 from benchmark.results import CaseResult, json_safe
@@ -80,6 +81,16 @@ class BenchSession:
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         # Results of the cases measured in worker processes (`measure_in_workers`), by case id.
         self.worker_results: dict[str, CaseResult] = {}
+        # --benchmark-disable: each case runs once, untimed, in this process; nothing is recorded.
+        self.disabled = compat.disabled(config)
+        self.checked = 0  # cases run once with --benchmark-disable
+        if self.disabled:
+            given = [o for o in ("bench_gate", "bench_instructions", "bench_require_place") if opt(o)]
+            if given:
+                names = ", ".join("--" + o.replace("_", "-") for o in given)
+                raise pytest.UsageError(
+                    f"--benchmark-disable times and records nothing: {names} cannot run with it"
+                )
         self.cases = self._load_cases()
 
     # -- cases ---------------------------------------------------------------------------
@@ -140,11 +151,10 @@ class BenchSession:
                     "--bench-gate judges runs from the history: it cannot run with --bench-no-store"
                 )
             return
-        from benchmark.store import StoreError, open_store, resolve_url
+        from benchmark.store import StoreError, open_store
 
-        url = resolve_url(self.config.getoption("bench_db"), self.root)
         try:
-            self.store = open_store(url)
+            self.store = open_store(self.config.getoption("bench_db"), project_root=self.root)
         except StoreError as e:
             raise pytest.UsageError(f"history store: {e}") from None
 

@@ -108,6 +108,11 @@ def write_summary(tr, bench: BenchSession) -> None:
     """The summary table of the run's time results (collection order), the instruction counts, the
     cases not run on this machine (a short section of their own, one line per reason), where the
     results went, and the problems of the session (one line each)."""
+    if bench.disabled:
+        tr.write_line(
+            f"benchmark: --benchmark-disable: {bench.checked} case(s) ran once, untimed; nothing recorded"
+        )
+        return
     if not bench.results:
         _write_problems(tr, bench)
         return
