@@ -32,7 +32,9 @@ SERIES = [  # case id, place, level (s), kind of history
     ("ops.conv[k=3]", "gpu:0", 2e-3, "improvement"),
     (XSS, "cpu", 1e-4, "flat"),
     ("ops.crash[n=1]", "cpu", 1e-3, "error"),
+    ("ops.attention[n=8]", "gpu:1", 1e-4, "skipped"),  # never run here: its own section, not the table
 ]
+SHOWN = [s for s in SERIES if s[3] != "skipped"]
 TELEMETRY = {
     "summary": {"available": True, "device_name": "NVIDIA H200"},
     "timeline": [
@@ -66,7 +68,7 @@ def _result(case_id: str, place: str, level: float, rng, status: str = "ok") -> 
         config={"case": case_id, "note": "<img src=x onerror=alert(5)>"},
         config_hash=f"cfg-{case_id}",
         status=status,
-        message="RuntimeError: <b>boom</b>" if status != "ok" else None,
+        message={"ok": None, "skipped": "needs a CUDA place"}.get(status, "RuntimeError: <b>boom</b>"),
         samples=samples.tolist(),
         stats=summarize(samples) if status == "ok" else {},
     ).to_dict()
@@ -84,7 +86,9 @@ def history(tmp_path_factory):
             run_id = st.begin_run(MACHINE, run)
             results = []
             for case_id, place, base, kind in SERIES:
-                status = "error" if kind == "error" and r == RUNS - 1 else "ok"
+                status = (
+                    "error" if kind == "error" and r == RUNS - 1 else "skipped" if kind == "skipped" else "ok"
+                )
                 noise = float(np.exp(rng.normal(0, 0.003)))
                 results.append(_result(case_id, place, _level(kind, base, r) * noise, rng, status))
                 if place.startswith("gpu") and kind == "improvement" and r == RUNS - 1:
@@ -113,9 +117,10 @@ def test_dashboard_files_and_statuses(site):
     assert statuses[("ops.conv[k=3]", "gpu:0")] == "improvement"
     assert statuses[("ops.crash[n=1]", "cpu")] == "error"
     assert statuses[("ops.matmul[m=512]", "cpu")] == "ok"
+    assert statuses[("ops.attention[n=8]", "gpu:1")] == "skipped"
     for en in site.entries:
         assert (site.out_dir / en.page).is_file()
-        changed = en.analysis.status != "ok" or en.analysis.change_points
+        changed = (en.analysis.status != "ok" or en.analysis.change_points) and len(en.series)
         assert bool(en.plot_files) == bool(changed), en.series.case_id  # full plots only where it changed
     assert (site.out_dir / f"ab-run{site.run_id}.png").stat().st_size > 0
 
@@ -133,6 +138,18 @@ def test_dashboard_is_self_contained_and_escaped(site):
     index = site.index.read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in index
     assert index.count("<script>") == 1  # the filter script, ours
+
+
+def test_skipped_cases_get_a_short_section_after_the_table(site):
+    index = site.index.read_text()
+    table, rest = index.split('<table id="series">', 1)[1].split("</table>", 1)
+    assert "ops.attention[n=8]" not in table and "skipped" not in table
+    assert '<option value="skipped">' not in index  # nor among the status filters
+    assert (
+        '<section id="not-run"><h2>Not run on this machine: 1 case</h2><ul><li>1 GPU case: needs a CUDA place'
+        in rest
+    )
+    assert 'href="series/ops.attention_n_8_-gpu_1-dynamic-' in rest  # its page is still there
 
 
 def test_series_page_content(site):
@@ -238,11 +255,11 @@ def index(browser, site):
 
 def test_index_renders_every_series_without_errors(index, site, tmp_path):
     assert index.page.title() == "Benchmark history"
-    assert len(index.visible_rows()) == len(SERIES)
-    assert index.page.locator("#shown-count").inner_text() == str(len(SERIES))
+    assert len(index.visible_rows()) == len(SHOWN)
+    assert index.page.locator("#shown-count").inner_text() == str(len(SHOWN))
     assert index.errors == [] and index.dialogs == []
     assert all(url.startswith("file://") for url in index.requests), index.requests
-    assert index.page.locator("svg.spark").count() == len(SERIES)
+    assert index.page.locator("svg.spark").count() == len(SHOWN)
     shot = tmp_path / "dashboard-index.png"
     index.page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000

@@ -162,9 +162,13 @@ def test_markdown_report_counts_table_and_gate(history):
     assert "### Improvements (0)\n\n_None._" in text
     (hist,) = _md_table(text, "### History")
     assert hist[0] == f"`{STEP}`" and hist[3] == "regression"
-    problems = _md_table(text, "### Errors and skips (2)")
-    assert {p[3] for p in problems} == {"error", "skipped"}
+    (problem,) = _md_table(text, "### Errors (1)")
+    assert problem[3] == "error"
     assert "### Plots\n\n`results/report/`" in text
+    # the skipped case: a short section of its own, the last one (never the first screen)
+    not_run = text.split("### Plots", 1)[1].split("### Not run on this machine: 1 case\n\n", 1)[1]
+    assert not_run.startswith("- 1 CPU case: needs a CUDA place\n\n<details><summary>The cases (1)</summary>")
+    assert f"`{SKIP}` (cpu, dynamic)" in not_run and "###" not in not_run
 
 
 def test_markdown_escapes_user_text(history):

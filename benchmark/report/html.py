@@ -184,7 +184,7 @@ def _compare(store, run_id: int | None, baseline: int | None, min_effect: float)
 
 def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, formats) -> list[jobs.PlotJob]:
     """The run's A/B chart, then the trends and NVML timelines of the series that need a plot."""
-    shown = [en for en in entries if all_plots or needs_plot(en.analysis)]
+    shown = [en for en in entries if len(en.series) and (all_plots or needs_plot(en.analysis))]
     keys = {en.series.key for en in shown}
     machine = (run or {}).get("machine") or ""
     timelines = [(k, r) for r in results if (k := jobs.result_key(r, machine)) in keys]

@@ -167,7 +167,7 @@ def _inconclusive(rows: list[Row]) -> str:
 
 
 def _problems(rows: list[Row]) -> str:
-    items = [r for r in rows if r.verdict in (*ERROR_STATUSES, "skipped")]
+    items = [r for r in rows if r.verdict in ERROR_STATUSES]
     if not items:
         return ""
     lines = [
@@ -175,7 +175,23 @@ def _problems(rows: list[Row]) -> str:
         for r in items
     ]
     table = _table(["case", "place", "mode", "status", "message"], ("---", "---", "---", "---", "---"), lines)
-    return f"\n### Errors and skips ({len(items)})\n\n{table}\n"
+    return f"\n### Errors ({len(items)})\n\n{table}\n"
+
+
+def _not_run(rows: list[Row]) -> str:
+    """The skipped cases, last and short: one line per kind of device and reason, the cases folded."""
+    items = [r for r in rows if r.verdict == "skipped"]
+    if not items:
+        return ""
+    reasons = "\n".join(
+        f"- {text(line)}" for line in words.not_run_lines((r.place, r.message or r.reason) for r in items)
+    )
+    names = ", ".join(f"{code(r.case_id)} ({text(r.place)}, {text(r.mode)})" for r in items[:MAX_TABLE_ROWS])
+    more = f" and {len(items) - MAX_TABLE_ROWS} more" if len(items) > MAX_TABLE_ROWS else ""
+    return (
+        f"### {words.not_run_title(len(items))}\n\n{reasons}\n\n"
+        f"<details><summary>The cases ({len(items)})</summary>\n\n{names}{more}\n\n</details>"
+    )
 
 
 def _counts_table(rows: list[Row]) -> str:
@@ -254,4 +270,7 @@ def render(
     sections.append(
         f"### Plots\n\n{plots or 'Not rendered: `benchmark plot --run ' + str(run['id']) + ' --out DIR`.'}"
     )
+    not_run = _not_run(rows)  # skipped cases (GPU cases on a CPU machine) never fill the first screen
+    if not_run:
+        sections.append(not_run)
     return "\n\n".join(sections) + "\n"

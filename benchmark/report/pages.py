@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchmark.report import text as words
 from benchmark.report.compare_runs import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, run_notice
 from benchmark.report.htmlkit import (
     FILTER_JS,
@@ -64,7 +65,8 @@ def run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str]
     png = [f for f in ab_files if f.endswith(".png")]
     if png:
         rel = Path(png[0]).relative_to(out_dir).as_posix()
-        svg = rel[:-4] + ".svg"
+        svgs = [f for f in ab_files if f.endswith(".svg")]  # the link opens the vector file when rendered
+        svg = Path(svgs[0]).relative_to(out_dir).as_posix() if svgs else rel
         img = f'<p class="plot"><a href="{e(svg)}"><img src="{e(rel)}" alt="A/B chart of run {e(run["id"])}"></a></p>'
         if len(rows) > 40:
             img = f"<details><summary>A/B chart of all {len(rows)} cases</summary>{img}</details>"
@@ -79,6 +81,10 @@ def run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str]
 
 
 def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> str:
+    """The index: the judged run, the tally, the filters and one row per series; the series whose
+    case was skipped in the run (GPU cases on a CPU machine) get a short section at the end."""
+    skipped = [en for en in entries if en.analysis.status == "skipped"]
+    entries_all, entries = entries, [en for en in entries if en.analysis.status != "skipped"]
     places = sorted({en.series.place for en in entries})
     present = {en.analysis.status for en in entries}
     statuses = [s for s in STATUS_ORDER if s in present]
@@ -99,11 +105,35 @@ def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> 
         '<tr id="no-match" hidden><td colspan="10">No series matches the filters.</td></tr></tbody></table>'
     )
     header = (
-        f'<h1>Benchmark history</h1><div class="meta">{len(entries)} series · history {e(meta["db"])} · '
+        f'<h1>Benchmark history</h1><div class="meta">{len(entries_all)} series · history {e(meta["db"])} · '
         f"generated {e(meta['generated'])}</div>"
     )
-    body = f'{run_section}<div class="summary">{tally}</div>{filters}{table}'
+    body = f'{run_section}<div class="summary">{tally}</div>{filters}{table}{_not_run(skipped)}'
     return page("Benchmark history", header, body, FILTER_JS)
+
+
+def _not_run(entries: list[Entry]) -> str:
+    """The skipped series: one line per kind of device and reason, the series folded."""
+    if not entries:
+        return ""
+    reasons = "".join(
+        f"<li>{e(line)}</li>"
+        for line in words.not_run_lines((en.series.place, _skip_reason(en)) for en in entries)
+    )
+    links = "".join(
+        f'<li class="case"><a href="{e(en.page)}">{e(en.series.case_id)}</a> ({e(en.series.place)}, '
+        f"{e(en.series.mode)})</li>"
+        for en in entries
+    )
+    return (
+        f'<section id="not-run"><h2>{e(words.not_run_title(len(entries)))}</h2><ul>{reasons}</ul>'
+        f"<details><summary>The cases ({len(entries)})</summary><ul>{links}</ul></details></section>"
+    )
+
+
+def _skip_reason(entry: Entry) -> str:
+    skips = [o for o in entry.series.others if o.get("status") == "skipped"]
+    return (skips[-1].get("message") or "") if skips else ""
 
 
 # --------------------------------------------------------------------------------------- series page

@@ -73,3 +73,24 @@ def event_lines(decisions: Iterable[Any]) -> list[str]:
 def revert_lines(decisions: Iterable[Any]) -> list[str]:
     """One line per series whose recent alert came back to the old level."""
     return [f"{series_label(d)}: {d.revert}" for d in decisions if getattr(d, "revert", "")]
+
+
+def place_kind(place: str) -> str:
+    """What kind of device a place is, for people: ``gpu:0`` -> GPU, ``cpu`` -> CPU."""
+    return (place or "?").split(":", 1)[0].upper()
+
+
+def not_run_lines(cases: Iterable[tuple[str, str]]) -> list[str]:
+    """One line per kind of device and reason for the cases a machine did not run, given as
+    (place, reason), most first: ``37 GPU cases: needs a CUDA place``."""
+    groups: dict[tuple[str, str], int] = {}
+    for place, reason in cases:
+        key = (place_kind(place), " ".join(str(reason or "no reason given").split()))
+        groups[key] = groups.get(key, 0) + 1
+    ordered = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [f"{n} {kind} case{'s' if n != 1 else ''}: {reason}" for (kind, reason), n in ordered]
+
+
+def not_run_title(n: int) -> str:
+    """The heading of the short section the skipped cases get: ``Not run on this machine: 37 cases``."""
+    return f"Not run on this machine: {n} case{'s' if n != 1 else ''}"
