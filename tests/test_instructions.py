@@ -141,7 +141,12 @@ def test_without_valgrind_the_suite_says_so_in_one_line_and_measures_time(tmp_pa
     if shutil.which("valgrind", path=str(Path(sys.executable).parent)):
         pytest.skip("valgrind sits beside the interpreter: cannot hide it by PATH")
     proc = suite(
-        tmp_path, "--bench-instructions", "--bench-no-store", env={"PATH": str(Path(sys.executable).parent)}
+        tmp_path,
+        "--bench-instructions",
+        "--bench-no-store",
+        "--bench-processes",
+        "1",
+        env={"PATH": str(Path(sys.executable).parent)},
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
@@ -183,7 +188,8 @@ def counted_runs(tmp_path_factory):
     try:
         thread = threading.Thread(target=other_process)
         thread.start()
-        proc = suite(tmp, "--bench-instructions", "--bench-db", url)
+        # one time trial: the time series is here only to be told apart from the instructions one
+        proc = suite(tmp, "--bench-instructions", "--bench-processes", "1", "--bench-db", url)
         thread.join()
     finally:
         if saved is None:

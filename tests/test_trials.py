@@ -227,14 +227,11 @@ def test_suite_measures_each_case_in_interleaved_worker_processes(tmp_path):
         assert r["stats"]["median"] == pytest.approx(statistics.median(values))
         assert r["stats"]["processes"] == len(values)
         assert len(r["samples"]) == sum(len(p["samples"]) for p in r["processes"])
-    # Same seed, same order of cases in round 1.
+    # The order is the seed's schedule (the cases in config order; a shuffle depends only on the
+    # seed and the number of cases), so the same seed gives the same order again.
     first = [case_id for _, index, case_id, _ in entries if index == 0]
-    proc = subprocess.run(
-        cmd + ["--bench-seed", "11"], cwd=PROJECT, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0
-    _, again = results_by_id(tmp_path)
-    assert sorted(again, key=lambda c: min(p["order"] for p in again[c]["processes"])) == first
+    names = ["t_abs", "t_exp", "t_relu", "t_prog"]
+    assert first == [names[i] for i, _ in schedule(range(4), [2, 2, 1, 3], 11)[0]]
 
 
 SLOW = """
@@ -272,12 +269,13 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     deadline = time.monotonic() + 300
     try:
         # The worker prints nothing we can rely on; wait until it is busy timing k_slow: its CPU
-        # time grows for long after the two quick cases' trials at most (0.15 s each).
+        # time grows for long after the two quick cases' trials at most (0.15 s each) and its
+        # start (about 1.7 s of CPU for the framework import on a 2-core machine).
         while killed is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
             for child in parent.children():
                 cmdline = child.cmdline()
-                if "benchmark.runners.worker" in cmdline and child.cpu_times().user > 12:
+                if "benchmark.runners.worker" in cmdline and child.cpu_times().user > 6:
                     child.send_signal(signal.SIGKILL)
                     killed = child.pid
                     break
