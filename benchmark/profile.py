@@ -2,20 +2,9 @@
 
 Pure functions over plain data (no paddle import): the events come from
 `benchmark.runners.paddle_profile.profile_steps` (format documented there), or from a stored JSON.
-
-* `op_table(events, steps)`: one row per operator — calls, CPU (host) time total and average,
-  GPU (device) time total and average, share of the total. Operator names are normalised so the
-  same operator reads the same in every mode (`operator_name`): ``abs dygraph`` and ``pd_op.abs``
-  are ``abs``, the backward node ``Global_AbsGradNode`` is ``abs_grad``.
-  CPU time is the operator event's own span (inclusive of nested events); GPU time is the sum of
-  the kernels, memcpys and memsets launched from it (from its CUDA runtime calls, at any depth).
-  ``share`` is the operator's CPU total over the CPU total of all outermost operators (an
-  operator nested in another is not counted twice); ``gpu_share`` likewise for GPU time.
-* `copy_counts(events)`: count, bytes and device time of host-to-device, device-to-host,
-  device-to-device (and peer-to-peer, other) copies and of memsets.
-* `diff_tables(old, new)`: which operators got slower or are called more often, per step.
-* `summarize(events, steps)`: the record stored in ``CaseResult.profile``.
-* `format_table(rows)`: a fixed-width text table of op-table or diff rows.
+`op_table` (per operator: calls, CPU and GPU time), `copy_counts` (host/device copies and memsets),
+`diff_tables` (what got slower or is called more often), `summarize` (the record stored in
+``CaseResult.profile``), `format_table` (a fixed-width text table).
 """
 
 from __future__ import annotations
@@ -83,7 +72,13 @@ def _step_count(events: Sequence[dict[str, Any]], steps: int | None) -> int:
 
 
 def op_table(events: Sequence[dict[str, Any]], steps: int | None = None) -> list[dict[str, Any]]:
-    """One row per (normalised) operator name, sorted by GPU total then CPU total, largest first."""
+    """One row per operator (normalised by `operator_name`), sorted by GPU total then CPU total,
+    largest first: calls, CPU (host) and GPU (device) time, total and average per step, and share.
+
+    CPU time is the operator event's own span (inclusive of nested events); GPU time is the sum of
+    the kernels, memcpys and memsets launched from it (from its CUDA runtime calls, at any depth).
+    ``share`` is the operator's CPU total over the CPU total of all outermost operators (an operator
+    nested in another is not counted twice); ``gpu_share`` likewise for GPU time."""
     n_steps = _step_count(events, steps)
     ancestors = _operator_ancestors(events)
     by_id = {e["id"]: i for i, e in enumerate(events)}

@@ -1,17 +1,9 @@
-"""What changed: the decisions behind the reports, read from the history store.
+"""The decisions behind the reports, read from the history store.
 
-Two views:
-
-* **The gate's view of one run** (:func:`compare_run`): the decisions of the one judge
-  (:func:`benchmark.gate.judge`: the online history detector on each series' run values, or an A/B
-  with worker processes as the unit; Benjamini-Hochberg across the run) as report rows carrying the
-  judge's verdict (``judged``) and where its evidence came from (``evidence_kind``), so a report,
-  the dashboard badges and `benchmark gate` never disagree (:func:`gate_passed`, :func:`run_notice`).
-* **History of a series** (:func:`load_series`, :func:`analyse`): the per-run medians of one case on one
-  machine, its offline change points (:func:`~benchmark.analysis.segmentation.segment`) and the alerts the
-  online gate would have raised (:func:`~benchmark.analysis.history.simulate_online`), summed up as a
-  status: ``regression``, ``improvement``, ``ok``, ``new`` (too short to test), ``error`` or
-  ``skipped`` (the latest result did not produce a number).
+* :func:`compare_run`: the one judge's decisions on a run (:func:`benchmark.gate.judge`) as report
+  rows, so the reports, the dashboard badges and `benchmark gate` never disagree.
+* :func:`load_series`, :func:`analyse`: the per-run medians of each series, its change points, the
+  alerts the online detector would have raised, and its status. The method: docs/detection.md.
 
 Everything returned is plain, picklable data, so plots can be rendered in worker processes.
 """

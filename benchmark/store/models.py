@@ -13,7 +13,7 @@
 - result: one case measured in one run. Summary statistics are columns; raw samples are float64
   little-endian bytes (`encode_samples`). `run_time` copies the run's start (epoch seconds) so that
   "the last N results of a series before time T" is one index range scan.
-- telemetry / profile: filled by later issues (NVML timelines, profiler op tables).
+- telemetry / profile: a result's NVML timeline and its profiler op table.
 - result_process: one row per worker-process trial of a result (issue 11), with its raw samples.
 
 Migrations live in `migrations/`; every schema change here needs a new revision there.

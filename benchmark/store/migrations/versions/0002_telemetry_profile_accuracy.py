@@ -1,4 +1,4 @@
-"""Room for later issues: result.accuracy, and the telemetry and profile tables.
+"""result.accuracy, and the telemetry and profile tables.
 
 Revision ID: 0002
 Revises: 0001
