@@ -55,12 +55,16 @@ def default_db_url(root: str | os.PathLike[str] | None = None) -> str:
     return f"sqlite:///{history_path(root)}"
 
 
-def db_url(url: str | None = None, root: str | os.PathLike[str] | None = None) -> str:
-    """The history to use: `url`, else $BENCHMARK_DB_URL, else the project's default SQLite file.
+def configured_db(url: str | None = None, root: str | os.PathLike[str] | None = None) -> str:
+    """The history asked for: `url`, else $BENCHMARK_DB_URL, else the project's default SQLite URL
+    (as given: see :func:`db_url` for a path)."""
+    return url or os.environ.get(DB_URL_ENV) or default_db_url(root)
 
-    A value without ``://`` is a path to a SQLite file (``results/h.sqlite``), made absolute.
-    """
-    chosen = url or os.environ.get(DB_URL_ENV) or default_db_url(root)
+
+def db_url(url: str | None = None, root: str | os.PathLike[str] | None = None) -> str:
+    """The history to use (:func:`configured_db`) as a URL: a value without ``://`` is a path to a
+    SQLite file (``results/h.sqlite``), made absolute."""
+    chosen = configured_db(url, root)
     if "://" not in chosen:
         return f"sqlite:///{Path(chosen).expanduser().resolve()}"
     return chosen

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.paths import DB_URL_ENV, default_db_url
-from benchmark.store import StoreError, open_store, resolve_url
+from benchmark.paths import DB_URL_ENV, configured_db, default_db_url
+from benchmark.store import StoreError, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 PASSWORD = "s3cret-Pa55"
@@ -27,10 +27,10 @@ PASSWORD = "s3cret-Pa55"
 def test_url_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv(DB_URL_ENV, raising=False)
     assert default_db_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/results/history.sqlite"
-    assert resolve_url(project_root=tmp_path) == default_db_url(tmp_path)
+    assert configured_db(root=tmp_path) == default_db_url(tmp_path)
     monkeypatch.setenv(DB_URL_ENV, "sqlite:////env.sqlite")
-    assert resolve_url(project_root=tmp_path) == "sqlite:////env.sqlite"
-    assert resolve_url("sqlite:////explicit.sqlite", project_root=tmp_path) == "sqlite:////explicit.sqlite"
+    assert configured_db(root=tmp_path) == "sqlite:////env.sqlite"
+    assert configured_db("sqlite:////explicit.sqlite", root=tmp_path) == "sqlite:////explicit.sqlite"
 
 
 def test_the_default_history_is_created_under_results(monkeypatch, tmp_path):

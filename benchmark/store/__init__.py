@@ -5,11 +5,11 @@
     store.add_result(run_id, case_result)        # committed at once
     store.finish_run(run_id, "complete")
 
-URL precedence: the explicit argument, then the environment variable BENCHMARK_DB_URL, then
-`sqlite:///<project root>/results/history.sqlite`. `open_store` raises `StoreError` (never showing a
-password) for an invalid URL, a missing driver, an unreachable server, or a read-only or corrupt SQLite
-file, leaving the file untouched; and `SchemaOutdated` for a history that needs `benchmark db upgrade`.
-A new, empty database is created at the newest schema revision.
+URL precedence (`benchmark.paths.configured_db`): the explicit argument, then the environment
+variable BENCHMARK_DB_URL, then `sqlite:///<project root>/results/history.sqlite`. `open_store` raises
+`StoreError` (never showing a password) for an invalid URL, a missing driver, an unreachable server,
+or a read-only or corrupt SQLite file, leaving the file untouched; and `SchemaOutdated` for a history
+that needs `benchmark db upgrade`. A new, empty database is created at the newest schema revision.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import DBAPIError
 
-from benchmark.paths import DB_URL_ENV, default_db_url
+from benchmark.paths import configured_db
 from benchmark.store.core import Store
 from benchmark.store.engine import (
     SchemaOutdated,
@@ -43,16 +43,10 @@ __all__ = [
     "StoreError",
     "head_revision",
     "open_store",
-    "resolve_url",
     "schema_status",
     "series_key",
     "upgrade_store",
 ]
-
-
-def resolve_url(url: str | None = None, project_root: str | os.PathLike[str] | None = None) -> str:
-    """The URL to use: `url`, else $BENCHMARK_DB_URL, else the default SQLite file of the project."""
-    return url or os.environ.get(DB_URL_ENV) or default_db_url(project_root)
 
 
 def open_store(
@@ -116,7 +110,7 @@ def upgrade_store(url: str | URL | None = None, *, project_root=None) -> tuple[s
 
 def _probe(url, *, create: bool, readonly: bool, project_root) -> tuple[URL, Engine, SchemaState]:
     """Parse the URL, check the file or server, and read the schema state without writing anything."""
-    parsed = parse_url(url if isinstance(url, URL) else resolve_url(url, project_root))
+    parsed = parse_url(url if isinstance(url, URL) else configured_db(url, project_root))
     where = shown(parsed)
     state = None
     path = sqlite_path(parsed) if parsed.get_backend_name() == "sqlite" else None
