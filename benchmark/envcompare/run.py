@@ -72,13 +72,14 @@ def _csv(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
-def select_cases(root: Path, req: Request) -> list[Case]:
+def select_cases(req: Request) -> list[Case]:
     """The cases to compare: loaded and validated (without importing paddle here), then filtered by
-    --place, --tags (default: all but 'slow') and -k."""
+    --place, --tags (default: all but 'slow') and -k. Default configs: the harness's configs/."""
     from benchmark import runners
     from benchmark.config import load_paths
+    from benchmark.paths import CONFIGS_DIR
 
-    paths = req.configs or [str(root / "configs")]
+    paths = req.configs or [str(CONFIGS_DIR)]
     cases, issues = load_paths(paths, checks=runners.config_checks(resolve=False))
     if issues:
         raise CompareError(
@@ -131,22 +132,22 @@ def min_effects(req: Request) -> Callable[[Case], float]:
     return lambda case: gates.for_case(case.case_id, case.name, case.place).min_effect
 
 
-def compare(req: Request, *, root: Path | None = None) -> int:
+def compare(req: Request) -> int:
     """Run the comparison `req` describes; returns the exit status (0: no case slower in B, 1: one
     is, 2: a case could not be measured on a side). Progress goes to stderr, results to stdout."""
     from benchmark import measure
-    from benchmark.paths import db_url, project_root
+    from benchmark.paths import CHECKOUT_DIR, db_url
     from benchmark.store import open_store
 
     def say(line: str) -> None:
         if not req.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    root = root or project_root(Path(__file__))  # this checkout: the workers' code, configs/
+    root = CHECKOUT_DIR  # the harness's code the workers import, and its commit
     check_request(req)
     min_effect = min_effects(req)
-    cases = select_cases(root, req)
-    store = open_store(db_url(req.db, root)) if req.store else None
+    cases = select_cases(req)
+    store = open_store(db_url(req.db)) if req.store else None
     try:
         measure.pin_threads(req.threads or None)
         measure.control_allocator(True)
