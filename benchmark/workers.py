@@ -124,9 +124,11 @@ class Worker:
                 return self._fail("did not start (no ready line)")
             self.ready = json.loads(line)
         message = {"task": task, "case": case.to_json(), "params": params or {}}
+        stdin = self.proc.stdin
+        assert stdin is not None  # opened with stdin=PIPE
         try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
+            stdin.write(json.dumps(message) + "\n")
+            stdin.flush()
         except (BrokenPipeError, OSError):
             return self._fail("exited before the request")
         self.requests += 1
@@ -146,7 +148,8 @@ class Worker:
     def close(self, timeout_s: float = 30.0) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
-                self.proc.stdin.close()  # end of requests: the worker exits
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()  # end of requests: the worker exits
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:

@@ -99,13 +99,13 @@ class TensorSpec(_Strict):
 
 
 class MeasureSpec(_Strict):
-    warmup_time: float | None = Field(None, ge=0, description="seconds of warmup before timing")
-    min_rounds: int | None = Field(None, ge=1)
-    max_time: float | None = Field(None, gt=0, description="seconds of timed rounds (target)")
-    round_time: float | None = Field(None, gt=0, description="target seconds per round")
-    max_rounds: int | None = Field(None, ge=1)
+    warmup_time: float | None = Field(default=None, ge=0, description="seconds of warmup before timing")
+    min_rounds: int | None = Field(default=None, ge=1)
+    max_time: float | None = Field(default=None, gt=0, description="seconds of timed rounds (target)")
+    round_time: float | None = Field(default=None, gt=0, description="target seconds per round")
+    max_rounds: int | None = Field(default=None, ge=1)
     processes: int | None = Field(
-        None,
+        default=None,
         ge=1,
         le=64,
         description="worker processes that measure the case (default: the run's --bench-processes)",
