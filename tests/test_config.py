@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -325,11 +326,16 @@ def test_shipped_configs_are_valid():
     smoke = [c for c in cases if "smoke" in c.tags]
     assert smoke, "a smoke subset exists for CI"
     assert all("slow" in c.tags for c in cases if c.name == "resnet18")
+    # The typed spec serializes back to exactly the config that was hashed (so stored series keep
+    # their hash), and the cases of the project round-trip through the worker protocol.
+    from benchmark.model import Case
+
+    assert all(config_hash(c.config) == c.config_hash for c in cases)
+    assert all(Case.from_json(json.loads(json.dumps(c.to_json()))) == c for c in cases)
 
 
 def test_case_is_typed_frozen_and_round_trips_as_json(tmp_path):
     import dataclasses
-    import json
 
     from benchmark.model import Case
 
