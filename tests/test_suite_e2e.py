@@ -1,4 +1,4 @@
-"""`pytest benchmark/` end to end, in a subprocess, on tiny configs."""
+"""`pytest benchmark/` end to end, in subprocesses started together, on tiny configs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,31 @@ cases:
 """
 
 
+DIAG = """
+cases:
+  - name: right_ref
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [32, 32]}}
+    backward: true
+    reference: numpy.abs
+    places: [cpu]
+  - name: wrong_ref
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [32, 32]}}
+    reference: numpy.negative
+    places: [cpu]
+  - name: prog
+    kind: program
+    feed: {x: {shape: [16, 16]}}
+    ops: [{op: paddle.abs, inputs: [x], out: y}]
+    fetch: [y]
+    places: [cpu]
+    modes: [static]
+"""
+
+
 def run_suite(tmp_path: Path, *args: str, config: str = TINY) -> tuple[subprocess.CompletedProcess, Path]:
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(textwrap.dedent(config))
@@ -74,10 +100,36 @@ def run_suite(tmp_path: Path, *args: str, config: str = TINY) -> tuple[subproces
     return proc, out
 
 
+BAD = "cases:\n  - {name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}\n"
+SHARD = ["--bench-tags", "all", "--bench-place", "cpu", "--collect-only", "-q"]
+RUNS = {  # name: (config, arguments); every suite run of this file
+    "every_tag": (TINY, ["--bench-tags", "all", "-rA"]),
+    "selected": (TINY, ["--bench-tags", "smoke,other", "-k", "not tiny_abs", "-m", "not model"]),
+    "bad_config": (BAD, []),
+    "shard_1": (TINY, [*SHARD, "--bench-shard=1/2"]),
+    "shard_2": (TINY, [*SHARD, "--bench-shard=2/2"]),
+    "diag": (DIAG, ["--bench-tags", "all", "--bench-profile"]),
+}
+
+
 @pytest.fixture(scope="module")
-def every_tag(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+def runs(tmp_path_factory):
+    """The suite runs of RUNS, started together, three at a time (they are independent, and one
+    run keeps about one core busy): name -> a Future of (the process, its summary path)."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {
+            name: pool.submit(run_suite, tmp_path_factory.mktemp(name), *args, config=config)
+            for name, (config, args) in RUNS.items()
+        }
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+@pytest.fixture(scope="module")
+def every_tag(runs) -> tuple[subprocess.CompletedProcess, dict]:
     """One run of every TINY case (the tests below only read it): the process and its summary."""
-    proc, out = run_suite(tmp_path_factory.mktemp("every_tag"), "--bench-tags", "all", "-rA")
+    proc, out = runs["every_tag"].result()
     assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, json.loads(out.read_text())
 
@@ -115,18 +167,16 @@ def test_a_failing_case_is_recorded_as_error_and_the_suite_goes_on(every_tag):
     assert "PASSED benchmark/test_cases.py::test_case[tiny_lstm-infer-cpu-dynamic]" in proc.stdout
 
 
-def test_tags_k_and_markers_each_narrow_the_selection(tmp_path):
+def test_tags_k_and_markers_each_narrow_the_selection(runs):
     """Tags keep tiny_abs, tiny_prog and tiny_lstm (not tiny_bad); -k drops tiny_abs by name; -m
     drops tiny_lstm by its kind marker: one case is left, and only it is measured."""
-    proc, out = run_suite(tmp_path, "--bench-tags", "smoke,other", "-k", "not tiny_abs", "-m", "not model")
+    proc, out = runs["selected"].result()
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert [r["case_id"] for r in json.loads(out.read_text())["results"]] == ["tiny_prog"]
 
 
-def test_bad_config_fails_before_running_with_one_line(tmp_path):
-    proc, out = run_suite(
-        tmp_path, config="cases:\n  - {name: a, kind: op, op: os.system, inputs: {x: {shape: [2]}}}\n"
-    )
+def test_bad_config_fails_before_running_with_one_line(runs):
+    proc, out = runs["bad_config"].result()
     assert proc.returncode != 0
     err = proc.stdout + proc.stderr
     assert "tiny.yaml:2: case 'a': field 'op': 'os.system' is not on the allowlist" in err
@@ -134,52 +184,18 @@ def test_bad_config_fails_before_running_with_one_line(tmp_path):
     assert not out.exists()
 
 
-def test_shards_partition_the_cases(tmp_path):
+def test_shards_partition_the_cases(runs):
     ids = []
-    for i in (1, 2):
-        proc, out = run_suite(
-            tmp_path,
-            "--bench-tags",
-            "all",
-            "--bench-place",
-            "cpu",
-            "--collect-only",
-            "-q",
-            f"--bench-shard={i}/2",
-        )
+    for name in ("shard_1", "shard_2"):
+        proc, _ = runs[name].result()
         assert proc.returncode in (0, 5), proc.stdout[-2000:]
         ids.append({line for line in proc.stdout.splitlines() if "test_case[" in line})
     assert not ids[0] & ids[1]
     assert len(ids[0] | ids[1]) == 7
 
 
-DIAG = """
-cases:
-  - name: right_ref
-    kind: op
-    op: paddle.abs
-    inputs: {x: {shape: [32, 32]}}
-    backward: true
-    reference: numpy.abs
-    places: [cpu]
-  - name: wrong_ref
-    kind: op
-    op: paddle.abs
-    inputs: {x: {shape: [32, 32]}}
-    reference: numpy.negative
-    places: [cpu]
-  - name: prog
-    kind: program
-    feed: {x: {shape: [16, 16]}}
-    ops: [{op: paddle.abs, inputs: [x], out: y}]
-    fetch: [y]
-    places: [cpu]
-    modes: [static]
-"""
-
-
-def test_reference_mismatch_fails_the_case_and_profile_pass_is_recorded(tmp_path):
-    proc, out = run_suite(tmp_path, "--bench-tags", "all", "--bench-profile", config=DIAG)
+def test_reference_mismatch_fails_the_case_and_profile_pass_is_recorded(runs):
+    proc, out = runs["diag"].result()
     assert proc.returncode == 1, proc.stdout[-3000:]
     rows = {r["case_id"]: r for r in json.loads(out.read_text())["results"]}
     right, wrong, prog = rows["right_ref-bwd"], rows["wrong_ref"], rows["prog"]
