@@ -8,6 +8,7 @@ from pathlib import Path
 
 from benchmark.analysis import sequential as seq
 from benchmark.report.compare_runs import Row
+from benchmark.units import format_seconds
 
 VERDICT_MARK = {
     seq.SLOWER: "🔴 slower",
@@ -41,8 +42,6 @@ def _median(values: list[float]) -> float:
 
 def markdown(job) -> str:
     """The comparison as Markdown: the outcome, both sides, one table row per case (worst first)."""
-    from benchmark.report.plots import format_time
-
     a, b = job.sides["A"], job.sides["B"]
     verdicts = job.verdicts()
     slower = verdicts.count(seq.SLOWER)
@@ -93,8 +92,8 @@ def markdown(job) -> str:
                 note=note,
                 place=s.case.place,
                 mode=s.case.mode,
-                a=format_time(med["A"]) if math.isfinite(med["A"]) else "–",
-                b=format_time(med["B"]) if math.isfinite(med["B"]) else "–",
+                a=format_seconds(med["A"]),
+                b=format_seconds(med["B"]),
                 r=_pct(d.ratio) if d is not None else "–",
                 i=interval,
                 n=len(s.pairs),

@@ -21,6 +21,7 @@ from typing import Any
 
 from benchmark.report import text as words
 from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
+from benchmark.units import format_value
 
 MAX_TABLE_ROWS = 100
 INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
@@ -49,14 +50,6 @@ def code(value: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------- formats
-
-
-def fmt_time(seconds: float | None, unit: str = "s") -> str:
-    """A value with its unit as everywhere (`benchmark.units.format_value`: durations in ns, µs, ms
-    or s with 4 significant digits)."""
-    from benchmark.units import format_value
-
-    return format_value(seconds, unit)
 
 
 def pct(ratio: float) -> str:
@@ -107,7 +100,7 @@ def _change_table(rows: list[Row]) -> str:
         return "_None._"
     ordered = sorted(rows, key=lambda r: -abs(math.log(r.ratio)) if r.ratio > 0 else 0)
     lines = [
-        [code(r.case_id), text(r.place), text(r.mode), fmt_time(r.baseline_median, r.unit), fmt_time(r.new_median, r.unit),
+        [code(r.case_id), text(r.place), text(r.mode), format_value(r.baseline_median, r.unit), format_value(r.new_median, r.unit),
          effect(r), evidence(r), baseline_used(r)]
         for r in ordered
     ]  # fmt: skip

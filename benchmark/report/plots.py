@@ -70,13 +70,6 @@ def rate_scale(values: Iterable[float], unit: str = "samples/s") -> tuple[float,
     return 1.0 / scale, f"{prefix} {unit}".strip() if prefix else unit
 
 
-def format_time(seconds: float | None) -> str:
-    """A duration as everywhere (`benchmark.units.format_seconds`): `1.234 ms`, `125.1 µs`."""
-    from benchmark.units import format_seconds
-
-    return format_seconds(seconds)
-
-
 def new_figure(size: tuple[float, float], **kw) -> Figure:
     """A figure of `size` inches on its own Agg canvas (no pyplot)."""
     fig = Figure(figsize=size, dpi=DPI, **kw)
