@@ -26,6 +26,7 @@ def suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     cfg = tmp_path / "cases.yaml"
     cfg.write_text(textwrap.dedent(CASES))
     cmd = [sys.executable, "-m", "pytest", "benchmark/", "-p", "no:cacheprovider", "-q", "--bench-quick"]
+    cmd += ["--bench-processes", "1"]  # which places executed is the question, not their spread
     cmd += ["--bench-config", str(cfg), "--bench-no-store", "--bench-json", str(tmp_path / "s.json"), *args]
     return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300)
 
