@@ -45,3 +45,13 @@ def test_environment_changes_are_grouped_oldest_first_with_five_series_named():
     assert lines[1].startswith("run 12: after driver 550 -> 560 (7 series: c0 [cpu dynamic], ")
     assert lines[1].endswith("c4 [cpu dynamic] and 2 more)")
     assert text.revert_lines(ds) == ["old [cpu dynamic]: came back at run 9"]
+
+
+def test_the_words_load_nothing_heavy():
+    """`benchmark gate --help` imports this module: it must not pull numpy, scipy or the store."""
+    import subprocess
+    import sys
+
+    code = "import sys, benchmark.report.text; print(sorted({'numpy', 'scipy', 'sqlalchemy', 'matplotlib'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -10,9 +10,5 @@
   :mod:`~benchmark.report.htmlkit` and :mod:`~benchmark.report.svg`.
 
 The statistics behind the decisions are described in docs/detection.md. Submodules are imported on
-use, so ``import benchmark.report`` does not load matplotlib.
+use: ``import benchmark.report`` (and :mod:`~benchmark.report.text`) loads neither numpy nor matplotlib.
 """
-
-from benchmark.report.compare_runs import Row, SeriesAnalysis, SeriesData, compare_run, counts, gate_passed
-
-__all__ = ["Row", "SeriesAnalysis", "SeriesData", "compare_run", "counts", "gate_passed"]
