@@ -141,7 +141,7 @@ def report_case(case: Case, bench: BenchSession) -> CaseResult:
 def item_outcome(case: Case, result: CaseResult, bench: BenchSession) -> CaseResult:
     """The case item passes, skips or fails as its recorded result says (warnings with -v)."""
     if result.status == "skipped":
-        pytest.skip(result.message)
+        pytest.skip(result.message or "skipped")
     if result.status in ("error", "failed"):
         pytest.fail(f"{case.id}: {result.message}", pytrace=False)
     if result.warnings and bench.config.getoption("verbose") > 0:
@@ -170,7 +170,7 @@ def checks_wanted(bench: BenchSession, case: Case) -> dict[str, Any]:
     """The checks after timing that `case` gets (in this process with --bench-processes 0): reference
     check (op cases naming a `reference`), torch timing, profile pass; {} when none."""
     opt = bench.config.getoption
-    wanted = {
+    wanted: dict[str, Any] = {
         "accuracy": bool(not opt("bench_no_accuracy") and case.kind == "op" and case.spec.reference),
         "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and bench.framework == "paddle"),
         "profile": bool(opt("bench_profile") or case.spec.profile),

@@ -16,7 +16,7 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,6 +28,10 @@ from benchmark.plugin import compat
 from benchmark.plugin.hooks import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.plugin.selection import as_torch_case, csv, select_cases, shard_cases
 from benchmark.results import CaseResult, json_safe
+
+if TYPE_CHECKING:
+    from benchmark.instructions import InstructionPass
+    from benchmark.store import Store
 
 JSON_REFRESH_S = 5.0
 
@@ -55,7 +59,7 @@ class BenchSession:
         self.json_path = Path(opt("bench_json") or self.root / "results" / "summary.json")
         self.started = time.time()
         self.json_written = 0.0
-        self.store = None
+        self.store: Store | None = None
         self.run_id: int | None = None
         self.run_group: str | None = opt("bench_run_group") or os.environ.get(RUN_GROUP_ENV) or None
         self.session: pytest.Session | None = None
@@ -68,7 +72,7 @@ class BenchSession:
         self.note: str | None = None
         self.problems: list[str] = []  # one line each, printed at the end of the session
         self.decisions: dict | None = None
-        self.instructions = None  # benchmark.instructions.InstructionPass with --bench-instructions
+        self.instructions: InstructionPass | None = None  # with --bench-instructions
         self.run_info: dict[str, Any] = {}
         self.machine: dict[str, Any] = {}
         processes = opt("bench_processes")
@@ -214,6 +218,8 @@ class BenchSession:
         """The judge's decision (benchmark.gate.judge, as `benchmark gate` and the reports decide)
         for `case` (its time series, or its "instructions" series) in this run (all cases are judged
         together, once)."""
+        if self.store is None or self.run_id is None:
+            return None
         if self.decisions is None:
             from benchmark.gate import judge
             from benchmark.gates import DEFAULT_GATES_PATH, load_gates
@@ -250,12 +256,13 @@ class BenchSession:
 
     def record_instructions(self, case: Case, timed: CaseResult) -> None:
         """After the case's timing (never during it): its instruction count, as a result of its own."""
-        if not self.counts_instructions(case):
+        counter = self.instructions
+        if counter is None or not self.counts_instructions(case):
             return
         from benchmark import instructions
 
         if timed.status in ("ok", "failed"):
-            result = self.instructions.measure(case)
+            result = counter.measure(case)
         else:
             result = instructions.instruction_result_base(case)
             result.status = "skipped"
