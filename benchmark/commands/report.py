@@ -151,6 +151,7 @@ def _report_md(args) -> int:
 
     with _open(args) as store:
         run_id = _resolve_run(store, args.run, required=True)
+        assert run_id is not None  # required: the latest run when --run is not given
         _check_baseline(store, args.baseline)
         min_effect = default_min_effect() if args.min_effect is None else args.min_effect
         rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)

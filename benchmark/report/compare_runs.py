@@ -273,6 +273,9 @@ class SeriesData:
     """Results without a number: run_id, time, commit, status, message."""
     metric: str = "time"
     """time (seconds per iteration) or instructions (per iteration, --bench-instructions)."""
+    events: dict[int, str] = field(default_factory=dict)
+    """Environment changes (driver, kernel, Python): index of the first ok run under the new
+    environment -> what changed."""
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -401,7 +404,8 @@ def _upto(s: SeriesData, run_id: int) -> SeriesData:
     else:
         t = next(o["time"] for o in s.others if o["run_id"] == run_id)
         end = int(np.searchsorted(np.asarray(s.times), t, side="right"))
-    cut = copy.copy(s)  # keeps attributes set after construction (events)
+    cut = copy.copy(s)
+    cut.events = {i: what for i, what in s.events.items() if i < end}
     for name in ("run_ids", "times", "commits", "medians", "ci_low", "ci_high", "rounds", "throughput"):
         setattr(cut, name, getattr(s, name)[:end])
     if s.samples is not None:
@@ -420,7 +424,7 @@ def analyse(
     change = float(values[-1] / values[-2] - 1) if n >= 2 and values[-2] > 0 else math.nan
     usable = n >= 4 and bool(np.all(np.isfinite(values)))
     samples = _floor_samples(series)
-    events = getattr(series, "events", None)
+    events = series.events or None
     cps = segment(values, min_effect=min_effect, samples=samples, events=events) if usable else []
     alerts = simulate_online(values, min_effect=min_effect, samples=samples, events=events) if usable else []
     status, alert = _status(series, alerts, recent)

@@ -200,7 +200,8 @@ def _write_pages(store, entries: list[Entry], out: Path, run, rows: list[Row], a
         rid = _latest_run_of(en.series)
         if rid is not None and rid not in runs:
             runs[rid] = store.run(rid)
-        html = pages.series_html(en, runs.get(rid), configs.get(en.series.key[:2]), out)
+        run_of = runs.get(rid) if rid is not None else None
+        html = pages.series_html(en, run_of, configs.get(en.series.key[:2]), out)
         (out / en.page).write_text(html, encoding="utf-8")
     meta = {
         "db": store.display_url,
@@ -211,9 +212,9 @@ def _write_pages(store, entries: list[Entry], out: Path, run, rows: list[Row], a
     )
 
 
-def _configs(store, entries: list[Entry]) -> dict[tuple[str, str], dict[str, Any]]:
+def _configs(store, entries: list[Entry]) -> dict[tuple[str, ...], dict[str, Any]]:
     """The config of each case, read from the latest run's results (one query per distinct run)."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
     wanted = {en.series.key[:2] for en in entries}
     for rid in sorted(_latest_run_ids(entries), reverse=True):
         if wanted <= set(out):

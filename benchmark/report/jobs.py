@@ -14,10 +14,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmark.parallel import parallel_map
 from benchmark.report.compare_runs import Row, SeriesAnalysis, SeriesData
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TREND, AB, TELEMETRY = "trend", "ab", "telemetry"
 
@@ -97,6 +100,7 @@ def render_job(job: PlotJob) -> Rendered:
     """Build and save one figure; returns what was written (nothing when there was nothing to plot)."""
     from benchmark.report import plots, trend
 
+    fig: Figure | None
     if job.kind == TREND:
         fig = trend.trend_plot(job.data, job.analysis, metric=trend.series_metric(job.data))
     elif job.kind == AB:

@@ -87,7 +87,9 @@ def _when(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------- parts
 
 
-def _table(header: Sequence[str], align: str, lines: list[list[str]], limit: int = MAX_TABLE_ROWS) -> str:
+def _table(
+    header: Sequence[str], align: Sequence[str], lines: list[list[str]], limit: int = MAX_TABLE_ROWS
+) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     out += ["| " + " | ".join(cells) + " |" for cells in lines[:limit]]
     if len(lines) > limit:

@@ -4,6 +4,7 @@ filters) and one page per series (trend, change points and alerts, telemetry, hi
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from pathlib import Path
@@ -71,7 +72,7 @@ def run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str]
         if len(rows) > 40:
             img = f"<details><summary>A/B chart of all {len(rows)} cases</summary>{img}</details>"
     when = run.get("started_at")
-    stamp = fmt_date(when.timestamp(), True) if hasattr(when, "timestamp") else "–"
+    stamp = fmt_date(when.timestamp(), True) if isinstance(when, dt.datetime) else "–"
     return (
         f'<section id="run"><h2>Run {e(run["id"])} · {e(short_commit(run.get("git_commit")))} · {e(stamp)} · '
         f'gate {verdict}</h2><p class="note">As <code>benchmark gate</code> judges it: each result against '
@@ -179,7 +180,7 @@ def _history_rows(entry: Entry) -> str:
 
 def change_table(entry: Entry) -> str:
     s, a, u = entry.series, entry.analysis, entry.units
-    if not a.change_points and not a.alerts and not getattr(s, "events", None):
+    if not a.change_points and not a.alerts and not s.events:
         return "<p>No change point, gate alert or environment change in this history.</p>"
     out = ["<table><thead><tr><th>Kind</th><th>First run of the new level</th><th>Date</th><th>Commit</th>"
            '<th>Direction</th><th class="num">Change</th><th class="num">Level before → after</th>'
@@ -205,7 +206,7 @@ def change_table(entry: Entry) -> str:
             f'<td class="num">{al.magnitude:+.1%}</td><td class="num">{e(u.val(al.baseline))} → '
             f'{e(u.val(al.level))}</td><td class="num">{fmt_p(al.p_value)}</td><td>{e(raised)}</td></tr>'
         )
-    for i, what in sorted((getattr(s, "events", None) or {}).items()):
+    for i, what in sorted(s.events.items()):
         out.append(
             f"<tr><td>environment change</td><td>{s.run_ids[i]}</td><td>{e(fmt_date(s.times[i]))}</td>"
             f'<td>{e(short_commit(s.commits[i]))}</td><td colspan="4">{e(what)}</td><td>recorded with the runs</td></tr>'

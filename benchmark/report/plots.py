@@ -192,7 +192,7 @@ def _widest(fig: Figure, labels: Sequence[str], fontsize: float) -> float:
     """Width in inches of the widest of `labels` (the longest few by characters, measured)."""
     if not labels:
         return 0.5
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # new_figure's Agg canvas
     probe = fig.text(0, 0, "", fontsize=fontsize)
     widest = 0.0
     for text in sorted(labels, key=len, reverse=True)[:8]:
@@ -258,22 +258,22 @@ def telemetry_plot(result: dict[str, Any]) -> Figure | None:
     """NVML utilization, power, memory and SM clock over the run of one result (None without data)."""
     timeline = (result.get("telemetry") or {}).get("timeline") or []
     t = np.array([row.get("t", math.nan) for row in timeline], dtype=float)
-    panels = [
-        (label, [(k, name) for k, name in keys if _column(timeline, k) is not None], f)
-        for label, keys, f in TELEMETRY_PANELS
-    ]
-    panels = [p for p in panels if p[1]]
+    panels = []
+    for label, keys, factor in TELEMETRY_PANELS:
+        columns = [(key, name, col) for key, name in keys if (col := _column(timeline, key)) is not None]
+        if columns:  # a metric NVML never reported gets no panel
+            panels.append((label, columns, factor))
     if not timeline or not panels:
         return None
     fig = new_figure((10.0, 1.7 + 1.75 * len(panels)), layout="constrained")
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, (label, keys, factor) in zip(axes, panels, strict=True):
-        for key, name in keys:
-            (line,) = ax.plot(t, _column(timeline, key) * factor, lw=1.3, label=name)
+    for ax, (label, columns, factor) in zip(axes, panels, strict=True):
+        for key, name, col in columns:
+            (line,) = ax.plot(t, col * factor, lw=1.3, label=name)
             line.set_gid(key)
         ax.set_ylabel(label, fontsize=9)
         ax.grid(True, alpha=0.3)
-        if len(keys) > 1:
+        if len(columns) > 1:
             ax.legend(loc="upper right", fontsize=8)
     axes[0].set_ylim(bottom=0)
     axes[-1].set_xlabel("time since the sampler started (s)")

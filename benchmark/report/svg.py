@@ -40,7 +40,7 @@ def _spark_range(v: np.ndarray) -> tuple[float, float]:
 
 
 def sparkline_svg(
-    values: Sequence[float], status: str = "ok", width: int = SPARK_W, height: int = SPARK_H
+    values: Sequence[float] | np.ndarray, status: str = "ok", width: int = SPARK_W, height: int = SPARK_H
 ) -> str:
     """A small inline SVG polyline of the per-run medians (oldest left), the newest run dotted."""
     v = np.asarray(values, dtype=float)

@@ -155,7 +155,7 @@ def _draw_change_points(ax, analysis: SeriesAnalysis, n: int, start: int = 0) ->
 def _draw_events(ax, series: SeriesData, start: int = 0) -> None:
     """Environment changes (driver, kernel, Python upgrades between two runs): a grey dotted line
     before the first run under the new environment, labelled with what changed."""
-    events = getattr(series, "events", None) or {}
+    events = series.events
     labelled = False
     for i, what in sorted(events.items()):
         if i <= start:
