@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmark.results import CaseResult
+from benchmark.model import CaseResult
 
 METRIC = "instructions"
 UNIT = "instructions"

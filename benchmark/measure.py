@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from benchmark.analysis.summary import stability_warnings, summarize
-from benchmark.results import CaseResult
+from benchmark.model import CaseResult
 
 # glibc mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD = -1

@@ -1,84 +1,14 @@
-"""The result record: what one case measured in one run.
-
-This is the contract between measurement, the JSON summary, the history store and the reports.
-Everything in it is plain data (JSON-serialisable); samples are seconds per iteration.
-"""
+"""Helpers over results (`benchmark.model.CaseResult`): worker-process trials and their summary,
+invalid timings, strict JSON."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass
-class CaseResult:
-    case_id: str
-    name: str
-    kind: str
-    place: str
-    mode: str
-    config: dict[str, Any]
-    config_hash: str
-    tags: list[str] = field(default_factory=list)
-    status: str = "ok"
-    message: str | None = None
-    # What the samples measure: "time" (seconds per iteration) or "instructions" (instructions per
-    # iteration, from callgrind; benchmark/instructions.py). Part of the series key.
-    metric: str = "time"
-    unit: str = "s"
-    # Host wall-clock seconds per iteration, one value per timed round (the raw samples).
-    samples: list[float] = field(default_factory=list)
-    iterations: int = 1
-    warmup_rounds: int = 0
-    # Summary of `samples` (see benchmark.analysis.summary.summarize).
-    stats: dict[str, float] = field(default_factory=dict)
-    # Device seconds per iteration per round (CUDA events), where a device timed it.
-    device_samples: list[float] | None = None
-    throughput: float | None = None
-    throughput_unit: str | None = None
-    batch_size: int | None = None
-    peak_memory_bytes: int | None = None
-    page_faults_per_iter: float | None = None
-    warnings: list[str] = field(default_factory=list)
-    telemetry: dict[str, Any] | None = None
-    profile: dict[str, Any] | None = None
-    accuracy: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    started_at: float | None = None
-    finished_at: float | None = None
-    # One entry per worker-process trial of the case in this run, in the order the trials ran
-    # (`process_entry`); empty for in-process measurement and results recorded before issue 11.
-    processes: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def for_case(cls, case: Any, **fields: Any) -> CaseResult:
-        """A result of `case` (a `benchmark.model.Case`) started now; `fields` set the rest
-        (e.g. metric and unit)."""
-        return cls(
-            case_id=case.case_id,
-            name=case.name,
-            kind=case.kind,
-            place=case.place,
-            mode=case.mode,
-            config=case.config,
-            config_hash=case.config_hash,
-            tags=list(case.tags),
-            started_at=time.time(),
-            **fields,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+from benchmark.model import CaseResult
 
 
 def process_entry(

@@ -18,7 +18,8 @@ import pytest
 from benchmark.analysis.compare import compare, compare_processes
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
-from benchmark.results import CaseResult, process_entry, summarize_processes
+from benchmark.model import CaseResult
+from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
 
 ALPHA, MIN_EFFECT = 0.01, 0.05

@@ -12,7 +12,8 @@ from benchmark.analysis.history import check_latest
 from benchmark.analysis.robust import process_noise
 from benchmark.gate import evaluate
 from benchmark.gates import load_gates
-from benchmark.results import CaseResult, process_entry, summarize_processes
+from benchmark.model import CaseResult
+from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
 from benchmark.verdict import Evidence, Verdict
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
+from benchmark.model import CaseResult
 from benchmark.report import jobs, plots, trend
 from benchmark.report.compare_runs import Row, SeriesData, analyse, load_series
-from benchmark.results import CaseResult
 from benchmark.store import open_store
 
 DAY = 86400.0

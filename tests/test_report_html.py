@@ -16,9 +16,9 @@ import pytest
 
 from benchmark.analysis.summary import summarize
 from benchmark.cli import main
+from benchmark.model import CaseResult
 from benchmark.report import html as dashboard
 from benchmark.report import svg as inline_svg
-from benchmark.results import CaseResult
 from benchmark.store import open_store
 
 DAY = 86400.0
@@ -138,6 +138,16 @@ def test_dashboard_is_self_contained_and_escaped(site):
     index = site.index.read_text()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in index
     assert index.count("<script>") == 1  # the filter script, ours
+
+
+def test_values_are_written_as_everywhere(site):
+    """One formatter (benchmark.units): each value in the unit that fits it, 4 significant digits
+    (no '0.5526 ms' next to '125.1 µs')."""
+    index = site.index.read_text()
+    latest = re.findall(r'<td class="num">([0-9.,]+) (ns|µs|ms|s)</td>', index)
+    assert len(latest) == len(SHOWN) - 1  # every series with a number (the crashed one has none now)
+    for number, _unit in latest:
+        assert float(number) >= 1 and len(number.replace(".", "").lstrip("0")) == 4, number
 
 
 def test_skipped_cases_get_a_short_section_after_the_table(site):

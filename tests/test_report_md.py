@@ -15,9 +15,9 @@ import pytest
 
 from benchmark.analysis.summary import summarize
 from benchmark.cli import main
+from benchmark.model import CaseResult
 from benchmark.report import markdown
 from benchmark.report.compare_runs import compare_run, counts, gate_passed
-from benchmark.results import CaseResult
 from benchmark.store import open_store
 
 DAY = 86400.0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
-from benchmark.results import CaseResult
+from benchmark.model import CaseResult
 from benchmark.store import (
     StoreError,
     open_store,

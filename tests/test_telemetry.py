@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from benchmark.results import CaseResult
+from benchmark.model import CaseResult
 from benchmark.telemetry.devices import warn_once
 from benchmark.telemetry.nvml import UNAVAILABLE_PREFIX, nvml_status, reset_status
 from benchmark.telemetry.sampler import MIN_INTERVAL_S, NvmlSampler

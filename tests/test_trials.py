@@ -18,7 +18,8 @@ import psutil
 import pytest
 
 from benchmark.measure import MeasureSettings
-from benchmark.results import CaseResult, process_entry, summarize_processes
+from benchmark.model import CaseResult
+from benchmark.results import process_entry, summarize_processes
 from benchmark.trials import plan_trials, schedule
 
 PROJECT = Path(__file__).resolve().parents[1]

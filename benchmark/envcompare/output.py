@@ -13,7 +13,7 @@ from benchmark.envcompare.job import SIDES, CaseState, Job
 from benchmark.units import MISSING, format_percent
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark.results import CaseResult
+    from benchmark.model import CaseResult
 
 
 def pct(x: float) -> str:
@@ -92,7 +92,8 @@ def job_dict(job: Job) -> dict[str, Any]:
 
 def side_result(state: CaseState, label: str) -> CaseResult:
     """The case's result on one side: per-process entries, pooled samples, run value."""
-    from benchmark.results import CaseResult, summarize_processes
+    from benchmark.model import CaseResult
+    from benchmark.results import summarize_processes
 
     r = CaseResult.for_case(state.case)
     r.processes = list(state.entries[label])

@@ -13,8 +13,7 @@ import dataclasses
 import time
 
 from benchmark import measure
-from benchmark.model import Case
-from benchmark.results import CaseResult
+from benchmark.model import Case, CaseResult
 
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10

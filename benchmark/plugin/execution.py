@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 
 from benchmark import measure
-from benchmark.model import Case
+from benchmark.model import Case, CaseResult
 from benchmark.plugin.casetrials import CaseTrials, apply_checks
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
-from benchmark.results import CaseResult
 
 
 def run_gate(case: Case, bench: BenchSession) -> None:

@@ -22,12 +22,12 @@ import pytest
 
 from benchmark import measure
 from benchmark.config import load_paths
-from benchmark.model import Case
+from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
 from benchmark.plugin.hooks import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.plugin.selection import as_torch_case, csv, select_cases, shard_cases
-from benchmark.results import CaseResult, json_safe
+from benchmark.results import json_safe
 
 if TYPE_CHECKING:
     from benchmark.instructions import InstructionPass
