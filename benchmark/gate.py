@@ -15,8 +15,8 @@ from typing import Any
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.gate_series import judge_result
 from benchmark.gates import Gates, GateSettings
+from benchmark.model import FAILING, Evidence, Verdict
 from benchmark.store import series_key
-from benchmark.verdict import FAILING, Evidence, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)

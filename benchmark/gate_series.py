@@ -18,8 +18,8 @@ from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.gates import GateSettings
+from benchmark.model import Evidence, Verdict
 from benchmark.results import bad_timings
-from benchmark.verdict import Evidence, Verdict
 
 if TYPE_CHECKING:
     from benchmark.gate import Decision

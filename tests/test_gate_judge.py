@@ -15,12 +15,11 @@ import pytest
 from benchmark.cli import main
 from benchmark.gate import nothing_to_compare
 from benchmark.gate_series import MIN_RUNS
-from benchmark.model import CaseResult
+from benchmark.model import CaseResult, Evidence, Verdict
 from benchmark.report import html as dashboard
 from benchmark.report.compare_runs import JUDGED_STATUS, compare_run, gate_passed, run_notice
 from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
-from benchmark.verdict import Evidence, Verdict
 
 MACHINE = {"hostname": "judge-host", "cpu_model": "test", "fingerprint": "judgemachine001"}
 OPS = {"ops.add[n=64]": 20e-6, "ops.mul[n=64]": 30e-6}

@@ -12,10 +12,9 @@ from benchmark.analysis.history import check_latest
 from benchmark.analysis.robust import process_noise
 from benchmark.gate import evaluate
 from benchmark.gates import load_gates
-from benchmark.model import CaseResult
+from benchmark.model import CaseResult, Evidence, Verdict
 from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
-from benchmark.verdict import Evidence, Verdict
 
 RUNS, STEP = 30, 1.07  # a 7% step over the two newest runs
 

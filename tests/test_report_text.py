@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from benchmark.gate import Decision
+from benchmark.model import Evidence, Verdict
 from benchmark.report import markdown, text
 from benchmark.report.compare_runs import Row
-from benchmark.verdict import Evidence, Verdict
 
 
 def _decision(**kw) -> Decision:
