@@ -13,7 +13,8 @@ from html import escape
 from typing import Any
 
 from benchmark.report.compare_runs import NOT_IN_RUN, SeriesAnalysis, SeriesData
-from benchmark.units import time_scale
+from benchmark.report.text import pct
+from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale
 
 STATUS_COLORS = {
     "regression": "#c62828",
@@ -59,44 +60,51 @@ class Entry:
 
 @dataclass(frozen=True)
 class Units:
-    """One display unit per series (chosen once from its medians: formatting is the hot loop)."""
+    """A series' column unit (chosen once from its medians: formatting is the hot loop) and how a
+    single value of it is written (:func:`benchmark.units.format_value`, in the unit that fits it)."""
 
     factor: float
     unit: str
+    source: str = "s"
+    """The unit the series is stored in."""
 
     def num(self, value: float | None) -> str:
-        return "–" if value is None or not math.isfinite(value) else f"{value * self.factor:.4g}"
+        """A number in the column unit, 4 significant digits as everywhere (``2.500``)."""
+        if value is None or not math.isfinite(value):
+            return MISSING
+        return f"{value * self.factor:#.{SIGNIFICANT_DIGITS}g}".rstrip(".")
 
     def val(self, value: float | None) -> str:
-        text = self.num(value)
-        return text if text == "–" else f"{text} {self.unit}"
+        """One value with its own unit: ``125.1 µs``, ``1.234 ms``."""
+        return format_value(value, self.source)
 
 
 def units_for(series: SeriesData) -> Units:
-    if series.unit in ("s", "sec", "seconds"):
-        return Units(*time_scale(series.medians))
-    return Units(1.0, series.unit)
+    if series.unit in SECONDS:
+        return Units(*time_scale(series.medians), source=series.unit)
+    return Units(1.0, series.unit, series.unit)
 
 
-def fmt_change(change: float) -> str:
-    return "–" if change is None or not math.isfinite(change) else f"{change:+.1%}"
+def fmt_change(change: float | None) -> str:
+    """A relative change as ``+4.8%`` (benchmark.report.text, as the gate and the Markdown write it)."""
+    return pct(change)
 
 
 def fmt_p(p: float) -> str:
     if p is None or not math.isfinite(p):
-        return "–"
+        return MISSING
     return "< 1e-16" if p < 1e-16 else f"{p:.2g}"
 
 
 def fmt_date(epoch: float | None, with_time: bool = False) -> str:
     if epoch is None:
-        return "–"
+        return MISSING
     when = dt.datetime.fromtimestamp(epoch, dt.timezone.utc)
     return when.strftime("%Y-%m-%d %H:%M UTC" if with_time else "%Y-%m-%d")
 
 
 def short_commit(commit: str | None) -> str:
-    return commit[:10] if commit else "–"
+    return commit[:10] if commit else MISSING
 
 
 def badge(status: str) -> str:

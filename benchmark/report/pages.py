@@ -25,6 +25,7 @@ from benchmark.report.htmlkit import (
     short_commit,
 )
 from benchmark.report.svg import sparkline_svg, trend_svg
+from benchmark.units import MISSING
 
 # ---------------------------------------------------------------------------------------------- index
 
@@ -47,7 +48,7 @@ def _index_row(entry: Entry) -> str:
 def last_change(entry: Entry) -> str:
     """The newest change point: its size and how many runs ago the new level started."""
     if not entry.analysis.change_points:
-        return "–"
+        return MISSING
     cp = entry.analysis.change_points[-1]
     ago = len(entry.series) - cp.index
     return f"{cp.magnitude:+.1%}, {ago} run{'s' if ago != 1 else ''} ago"
@@ -72,7 +73,7 @@ def run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str]
         if len(rows) > 40:
             img = f"<details><summary>A/B chart of all {len(rows)} cases</summary>{img}</details>"
     when = run.get("started_at")
-    stamp = fmt_date(when.timestamp(), True) if isinstance(when, dt.datetime) else "–"
+    stamp = fmt_date(when.timestamp(), True) if isinstance(when, dt.datetime) else MISSING
     return (
         f'<section id="run"><h2>Run {e(run["id"])} · {e(short_commit(run.get("git_commit")))} · {e(stamp)} · '
         f'gate {verdict}</h2><p class="note">As <code>benchmark gate</code> judges it: each result against '
