@@ -84,15 +84,6 @@ def _by_gid(fig, gid):
 # ----------------------------------------------------------------------------------------------- units
 
 
-@pytest.mark.parametrize(
-    ("seconds", "unit"), [(5e-9, "ns"), (3e-7, "ns"), (2e-6, "µs"), (999e-6, "µs"), (3e-3, "ms"), (2.5, "s")]
-)
-def test_time_units_scale_to_the_median(seconds, unit):
-    factor, got = plots.time_scale([seconds * 0.9, seconds, seconds * 1.1])
-    assert got == unit
-    assert 0.1 <= seconds * factor < 1000
-
-
 def test_rate_units():
     assert plots.rate_scale([1.5e6])[1] == "M samples/s"
     assert plots.rate_scale([640.0])[1] == "samples/s"

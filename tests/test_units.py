@@ -85,3 +85,13 @@ def test_parallel_map_keeps_order_in_processes_and_in_process():
     assert parallel_map(_square, items, workers=2, progress=False) == expected
     assert parallel_map(_square, items, workers=1, progress=False, flatten=True) == [x * x for x in items]
     assert parallel_map(_square, items[:3], workers=4, progress=True) == expected[:3]  # few: in process
+
+
+@pytest.mark.parametrize(
+    ("seconds", "unit"), [(5e-9, "ns"), (3e-7, "ns"), (2e-6, "µs"), (999e-6, "µs"), (3e-3, "ms"), (2.5, "s")]
+)
+def test_time_scale_of_a_plot_axis(seconds, unit):
+    """The unit of a plot's axis or a dashboard column fits the median of what it shows."""
+    factor, got = units.time_scale([seconds * 0.9, seconds, seconds * 1.1])
+    assert got == unit
+    assert 0.1 <= seconds * factor < 1000

@@ -27,7 +27,6 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from benchmark.report.compare_runs import Row  # noqa: E402
 
-TIME_UNITS = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
 RATE_PREFIXES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 VERDICT_COLORS = {
     "slower": "#c62828",
@@ -44,18 +43,6 @@ DPI = 110
 
 
 # ------------------------------------------------------------------------------------------------ units
-
-
-def time_scale(values: Iterable[float]) -> tuple[float, str]:
-    """(factor, unit) that show seconds in ns, µs, ms or s: the largest unit not above the median."""
-    x = np.abs(np.asarray(list(values), dtype=float))
-    x = x[np.isfinite(x) & (x > 0)]
-    ref = float(np.median(x)) if x.size else 1.0
-    scale, unit = TIME_UNITS[0]
-    for s, u in TIME_UNITS:
-        if ref >= s * 0.9995:
-            scale, unit = s, u
-    return 1.0 / scale, unit
 
 
 def rate_scale(values: Iterable[float], unit: str = "samples/s") -> tuple[float, str]:

@@ -19,9 +19,9 @@ from benchmark.report.plots import (
     new_figure,
     rate_scale,
     short,
-    time_scale,
     title_of,
 )
+from benchmark.units import time_scale
 
 MEDIAN_COLOR, BAND_COLOR, SAMPLE_COLOR = "#1f4e9c", "#8fb3e8", "#6b6b6b"
 TREND_SIZE = (11.0, 5.0)
