@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,27 +32,48 @@ def suite(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300)
 
 
-def test_no_gpu_case_executed_fails_the_session_with_one_line(tmp_path):
+RUNS = {  # name: suite arguments; every suite run of this file
+    "gpu_required": ["--bench-place", "gpu", "--bench-require-place", "gpu"],
+    "gpu_only": ["--bench-place", "gpu"],
+    "cpu_required": ["--bench-place", "cpu", "--bench-require-place", "cpu"],
+    "cpu_run_gpu_required": ["--bench-place", "cpu", "--bench-require-place", "gpu"],
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The suite runs of RUNS, started together (they are independent, and one run keeps about one
+    core busy): name -> a Future of the finished process."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(suite, tmp_path_factory.mktemp(name), *args) for name, args in RUNS.items()
+        }
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+def test_no_gpu_case_executed_fails_the_session_with_one_line(runs):
     import paddle
 
     if paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0:
         pytest.skip("this machine can run the gpu case")
-    proc = suite(tmp_path, "--bench-place", "gpu", "--bench-require-place", "gpu")
+    proc = runs["gpu_required"].result()
     assert proc.returncode == 1, proc.stdout[-2000:]
     lines = [line for line in proc.stdout.splitlines() if line.startswith("--bench-require-place")]
     assert len(lines) == 1, proc.stdout[-2000:]
     assert "0 of 1 case(s) on place gpu executed" in lines[0] and "skipped" in lines[0]
     # Without the option the same session is green (all skipped): what the option exists for.
-    assert suite(tmp_path, "--bench-place", "gpu").returncode == 0
+    assert runs["gpu_only"].result().returncode == 0
 
 
-def test_a_required_place_that_ran_passes(tmp_path):
-    proc = suite(tmp_path, "--bench-place", "cpu", "--bench-require-place", "cpu")
+def test_a_required_place_that_ran_passes(runs):
+    proc = runs["cpu_required"].result()
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "--bench-require-place" not in proc.stdout
 
 
-def test_a_required_place_with_no_selected_case_fails(tmp_path):
-    proc = suite(tmp_path, "--bench-place", "cpu", "--bench-require-place", "gpu")
+def test_a_required_place_with_no_selected_case_fails(runs):
+    proc = runs["cpu_run_gpu_required"].result()
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "0 of 0 case(s) on place gpu executed (none was selected)" in proc.stdout
