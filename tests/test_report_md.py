@@ -234,7 +234,7 @@ def test_cli_report_on_an_empty_history(tmp_path, capsys):
     open_store(url).close()
     rc = main(["report", "--db", url])
     err = capsys.readouterr().err
-    assert rc == 2 and "empty" in err and err.count("\n") == 1
+    assert rc == 2 and "has no runs yet" in err and err.count("\n") == 1
     rc = main(["report", "--db", f"sqlite:///{tmp_path / 'missing.sqlite'}"])
     assert rc == 2 and capsys.readouterr().err.count("\n") == 1
 

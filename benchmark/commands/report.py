@@ -16,12 +16,19 @@ import time
 from pathlib import Path
 
 from benchmark import paths
-from benchmark.commands._common import CommandError, add_db, command, fail, open_history, positive_int
+from benchmark.commands._common import (
+    CommandError,
+    add_db,
+    add_run,
+    command,
+    fail,
+    one_line,
+    open_history,
+    positive_int,
+    resolve_run,
+)
 
 FORMATS = ("png", "svg", "pdf")
-
-
-UsageError = CommandError  # a user error: one line on stderr, exit status 2 (commands/_common)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -37,46 +44,17 @@ def _formats(value: str) -> tuple[str, ...]:
     return wanted
 
 
-def _run_ref(value: str) -> str | int:
-    if value == "latest":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a run is an id (an integer) or 'latest', not {value!r}") from None
-
-
-def _open(args):
-    return open_history(args.db)
-
-
-def _resolve_run(store, ref: str | int | None, *, required: bool) -> int | None:
-    """The run id for `--run` ('latest', an id, or None: the latest when `required`)."""
-    if ref is None and not required:
-        return None
-    if ref in (None, "latest"):
-        run_id = store.latest_run_id()
-        if run_id is None:
-            raise UsageError(
-                f"the history at {store.display_url} is empty: record a run with `pytest benchmark/` first"
-            )
-        return run_id
-    if store.run(ref) is None:
-        raise UsageError(f"there is no run {ref} in {store.display_url}")
-    return int(ref)
-
-
 def _check_baseline(store, baseline: int | None) -> None:
     if baseline is not None and store.run(baseline) is None:
-        raise UsageError(f"there is no baseline run {baseline} in {store.display_url}")
+        raise CommandError(f"there is no baseline run {baseline} in {store.display_url}")
 
 
 def _guard(name: str, work) -> int:
-    """Run a command body, turning user and store errors into one line on stderr and exit 2."""
+    """_common's error guard, and the report modules' LookupError (no such run) as a user error too."""
     try:
         return command(name)(lambda _args: work())(argparse.Namespace())
-    except LookupError as exc:  # no such run or series, raised by the report modules
-        return fail(name, str(exc).strip(chr(34) + chr(39)))
+    except LookupError as exc:
+        return fail(name, one_line(exc))
 
 
 # -------------------------------------------------------------------------------------------------- plot
@@ -92,13 +70,13 @@ def _plot(args) -> int:
     from benchmark.report.compare_runs import analyse_one, compare_run, default_min_effect, load_series
 
     out = Path(args.out)
-    with _open(args) as store:
-        run_id = _resolve_run(store, args.run, required=False)
+    with open_history(args.db) as store:
+        run_id = None if args.run is None else resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         series = load_series(store, args.patterns or ["*"], args.place, last=args.last, run_id=run_id)
         series = [s for s in series if len(s.run_ids)]  # a series that never produced a number has no trend
         if not series and run_id is None:
-            raise UsageError(f"no series in {store.display_url} matches {' '.join(args.patterns or ['*'])}")
+            raise CommandError(f"no series in {store.display_url} matches {' '.join(args.patterns or ['*'])}")
         min_effect = default_min_effect()
         analyses = parallel_map(analyse_one, [(s, min_effect) for s in series], workers=args.jobs,
                                 description="analysing series")  # fmt: skip
@@ -149,13 +127,14 @@ def _report_md(args) -> int:
     from benchmark.report import markdown
     from benchmark.report.compare_runs import compare_run, default_min_effect, load_series
 
-    with _open(args) as store:
-        run_id = _resolve_run(store, args.run, required=True)
-        assert run_id is not None  # required: the latest run when --run is not given
+    with open_history(args.db) as store:
+        run_id = resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         min_effect = default_min_effect() if args.min_effect is None else args.min_effect
         rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
         run, base = store.run(run_id), store.run(args.baseline) if args.baseline else None
+        if run is None:  # removed since resolve_run found it
+            raise CommandError(f"there is no run {run_id} in {store.display_url}")
         where = args.plots_url
         if args.out:
             out = Path(args.out)
@@ -208,8 +187,8 @@ def _report_html(args) -> int:
 
     out = Path(args.out) if args.out else paths.results_dir() / "report"
     clock = time.perf_counter()
-    with _open(args) as store:
-        run_id = _resolve_run(store, args.run, required=True)
+    with open_history(args.db) as store:
+        run_id = resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         dash = build_dashboard(
             store,
@@ -227,10 +206,6 @@ def _report_html(args) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- register
-
-
-def _db_option(p: argparse.ArgumentParser) -> None:
-    add_db(p)
 
 
 def _jobs_option(p: argparse.ArgumentParser) -> None:
@@ -253,9 +228,12 @@ def register(sub) -> None:
     p.add_argument("patterns", nargs="*", metavar="PATTERN",
                    help="case ids to plot: a glob with * or ? (brackets are literal), else a substring; "
                         "default: every series")  # fmt: skip
-    p.add_argument("--run", type=_run_ref, metavar="ID",
-                   help="a run id or 'latest': only the series of that run, their history up to it, plus its "
-                        "A/B chart and telemetry")  # fmt: skip
+    add_run(
+        p,
+        default=None,
+        help="a run id or 'latest': only the series of that run, their history up to it, plus "
+        "its A/B chart and telemetry",
+    )
     p.add_argument("--baseline", type=int, metavar="RUN_ID",
                    help="with --run: compare with this run instead of each series' previous result")  # fmt: skip
     p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
@@ -264,7 +242,7 @@ def register(sub) -> None:
     p.add_argument("--format", type=_formats, default=("png", "svg"), metavar="LIST",
                    help="comma-separated file formats: png, svg, pdf (default: png,svg)")  # fmt: skip
     _jobs_option(p)
-    _db_option(p)
+    add_db(p)
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser(
@@ -276,8 +254,7 @@ def register(sub) -> None:
         "series in DIR that opens from disk. Exit 2 on an error (no such run, empty history).",
     )
     p.add_argument("--format", choices=("md", "html"), default="md", help="md (default) or html")
-    p.add_argument("--run", type=_run_ref, default="latest", metavar="ID",
-                   help="the run to report: an id or 'latest' (default)")  # fmt: skip
+    add_run(p, help="the run to report: an id or 'latest' (default)")
     p.add_argument("--baseline", type=int, metavar="RUN_ID",
                    help="compare with this run (an A/B) instead of the previous result of each series")  # fmt: skip
     p.add_argument("--out", metavar="DIR",
@@ -293,5 +270,5 @@ def register(sub) -> None:
     p.add_argument("--min-effect", type=float, metavar="X",
                    help="smallest relative change that counts, 0.05 = 5%% (default: configs/gates.yaml)")  # fmt: skip
     _jobs_option(p)
-    _db_option(p)
+    add_db(p)
     p.set_defaults(func=cmd_report)
