@@ -10,6 +10,7 @@ import pytest
 
 from benchmark.config import load_file, load_paths
 from benchmark.config.expand import config_hash
+from benchmark.model import Tensor
 from benchmark.runners.paddle_ops import resolver
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -55,15 +56,15 @@ def test_grid_expands_product_dtypes_backward_places_modes(tmp_path):
     assert len(ids) == len(cases), "every item id is unique"
     assert "red-shape_4x8-axis_0-float32-fwd-cpu-dynamic" in ids
     c = next(c for c in cases if c.id == "red-shape_2x3-axis_1-float64-bwd-gpu-static")
-    assert c.config["inputs"]["x"] == {
+    assert c.spec.inputs["x"] == Tensor(shape=(2, 3), dtype="float64", low=-1.0, high=1.0)
+    assert c.spec.attrs == {"axis": 1} and c.spec.backward is True
+    assert c.config["inputs"]["x"] == {  # stored and hashed as plain JSON, every field present
         "shape": [2, 3],
         "dtype": "float64",
         "low": -1.0,
         "high": 1.0,
         "requires_grad": None,
     }
-    assert c.config["attrs"] == {"axis": 1}
-    assert c.config["backward"] is True
 
 
 def test_explicit_grid_points_and_single_key_ids(tmp_path):
@@ -113,7 +114,7 @@ def test_grid_reference_inside_a_shape(tmp_path):
         """,
     )
     assert not issues
-    assert [c.config["inputs"]["x"]["shape"] for c in cases] == [[8, 64], [16, 64]]
+    assert [c.spec.inputs["x"].shape for c in cases] == [(8, 64), (16, 64)]
     assert [c.case_id for c in cases] == ["a-8", "a-16"]
 
 
@@ -129,7 +130,7 @@ def test_defaults_merge_into_cases(tmp_path):
     )
     assert not issues
     assert cases[0].tags == ("smoke",) and cases[1].tags == ("nightly",)
-    assert cases[0].config["seed"] == 7
+    assert cases[0].spec.seed == 7
 
 
 def test_program_and_model_kinds(tmp_path):
