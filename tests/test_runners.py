@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -323,3 +324,26 @@ def test_the_event_probe_runs_eagerly_inside_a_static_case(fresh_probe):
     assert paddle_common.device_timer_factory("gpu:0", pd=fake) is not None
     assert fake.static_mode, "static mode is back on for the case"
     assert paddle_common.gpu_notes(fake) == []
+
+
+def test_a_shape_goes_from_yaml_to_the_stored_result_through_typed_fields(tmp_path, sqlite_url, machine):
+    from benchmark.model import CaseResult
+    from benchmark.store import open_store
+
+    cases = cases_from(
+        tmp_path,
+        """
+        cases:
+          - {name: s, kind: op, op: paddle.abs, inputs: {x: {shape: $shape}}, grid: {shape: [[3, 4]]}, places: [cpu]}
+        """,
+    )
+    (case,) = cases.values()
+    assert case.spec.inputs["x"].shape == (3, 4)
+    assert run_outputs(case)["out"].shape == (3, 4)  # the runner built the input from the typed spec
+    result = CaseResult.for_case(case, samples=[1e-3, 1.1e-3, 0.9e-3], finished_at=time.time())
+    with open_store(sqlite_url) as store:
+        run_id = store.begin_run(machine, {"started_at": time.time(), "trigger": "test"})
+        store.add_result(run_id, result)
+        (stored,) = store.results(run_id)
+    assert stored["config_hash"] == case.config_hash
+    assert Spec.model_validate(stored["config"]).inputs["x"].shape == (3, 4)
