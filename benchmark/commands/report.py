@@ -65,49 +65,16 @@ def cmd_plot(args) -> int:
 
 
 def _plot(args) -> int:
-    from benchmark.parallel import parallel_map
-    from benchmark.report import jobs
-    from benchmark.report.compare_runs import analyse_one, compare_run, default_min_effect, load_series
+    from benchmark.report.build import plot_history
+    from benchmark.report.jobs import files_of
 
-    out = Path(args.out)
     with open_history(args.db) as store:
         run_id = None if args.run is None else resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
-        series = load_series(store, args.patterns or ["*"], args.place, last=args.last, run_id=run_id)
-        series = [s for s in series if len(s.run_ids)]  # a series that never produced a number has no trend
-        if not series and run_id is None:
-            raise CommandError(f"no series in {store.display_url} matches {' '.join(args.patterns or ['*'])}")
-        min_effect = default_min_effect()
-        analyses = parallel_map(analyse_one, [(s, min_effect) for s in series], workers=args.jobs,
-                                description="analysing series")  # fmt: skip
-        rows, timelines = None, []
-        if run_id is not None:
-            rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
-            rows = [r for r in rows if _row_matches(r, args.patterns, args.place)]
-            machine = (store.run(run_id) or {}).get("machine") or ""
-            timelines = [
-                (jobs.result_key(r, machine), r)
-                for r in store.results(run_id)
-                if _row_matches(r, args.patterns, args.place)
-            ]
-        todo = jobs.build(out, formats=args.format, run_id=run_id, rows=rows, baseline=args.baseline,
-                          trends=list(zip(series, analyses, strict=True)), telemetry=timelines)  # fmt: skip
-    rendered = jobs.render_all(todo, workers=args.jobs)
-    files = jobs.files_of(rendered)
-    print(f"{sum(bool(r.files) for r in rendered)} plot(s), {len(files)} file(s) in {out}")
+        rendered = plot_history(store, args.out, patterns=args.patterns, place=args.place, last=args.last,
+                                run_id=run_id, baseline=args.baseline, formats=args.format, workers=args.jobs)  # fmt: skip
+    print(f"{sum(bool(r.files) for r in rendered)} plot(s), {len(files_of(rendered))} file(s) in {args.out}")
     return 0
-
-
-def _row_matches(r, patterns, place) -> bool:
-    from fnmatch import fnmatchcase
-
-    case_id = r.case_id if hasattr(r, "case_id") else r["case_id"]
-    where = r.place if hasattr(r, "place") else r["place"]
-    if place and not (where == place or where.startswith(f"{place}:")):
-        return False
-    if not patterns:
-        return True
-    return any(fnmatchcase(case_id, p) if set("*?") & set(p) else p in case_id for p in patterns)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -124,62 +91,18 @@ def _report(args) -> int:
 
 
 def _report_md(args) -> int:
-    from benchmark.report import markdown
-    from benchmark.report.compare_runs import compare_run, default_min_effect, load_series
+    from benchmark.report.build import markdown_report
 
     with open_history(args.db) as store:
         run_id = resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
-        min_effect = default_min_effect() if args.min_effect is None else args.min_effect
-        rows = compare_run(store, run_id, args.baseline, min_effect=min_effect)
-        run, base = store.run(run_id), store.run(args.baseline) if args.baseline else None
-        if run is None:  # removed since resolve_run found it
-            raise CommandError(f"there is no run {run_id} in {store.display_url}")
-        where = args.plots_url
-        if args.out:
-            out = Path(args.out)
-            changed = {r.case_id for r in rows if r.regressed or r.improved or r.history}
-            series = (
-                [s for s in load_series(store, sorted(changed), run_id=run_id) if s.case_id in changed]
-                if changed
-                else []
-            )
-            ab_files = _md_plots(rows, series, run_id, args, out, min_effect)
-            where = where or _plots_note(out, len(series), ab_files)
-        text = markdown.render(run, rows, baseline_run=base, plots=where, db=store.display_url)
+        text = markdown_report(store, run_id, baseline=args.baseline, out=args.out, plots_url=args.plots_url,
+                               formats=args.plot_format or ("png", "svg"), min_effect=args.min_effect,
+                               workers=args.jobs)  # fmt: skip
     if args.out:
         (Path(args.out) / "report.md").write_text(text, encoding="utf-8")
     sys.stdout.write(text)
     return 0
-
-
-def _md_plots(rows, series, run_id: int, args, out: Path, min_effect: float) -> list[str]:
-    """The A/B chart of the run and the trend plots of the series that changed, into `out`."""
-    import dataclasses
-
-    from benchmark.report import jobs
-    from benchmark.report.compare_runs import NOT_IN_RUN, analyse_one, judged_statuses
-
-    machine = next((s.machine for s in series), "")
-    statuses = judged_statuses(rows, machine)  # the plot's status is the judge's, as in the report
-    trends = [
-        (s, dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.key, NOT_IN_RUN)))
-        for s in series
-    ]
-    todo = jobs.build(out, formats=args.plot_format or ("png", "svg"), run_id=run_id, rows=rows,
-                      baseline=args.baseline, trends=trends)  # fmt: skip
-    rendered = jobs.render_all(todo, workers=args.jobs)
-    return jobs.files_of(rendered, jobs.AB)
-
-
-def _plots_note(out: Path, n_trends: int, ab_files: list[str]) -> str:
-    from benchmark.report.markdown import code
-
-    ab = next(iter(ab_files), None)
-    note = f"In {code(out)}: the A/B chart {code(Path(ab).name) if ab else '-'}"
-    if n_trends:
-        note += f" and the trend plots of the {n_trends} changed series (`*.trend.png`)"
-    return note + "."
 
 
 def _report_html(args) -> int:
