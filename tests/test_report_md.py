@@ -281,3 +281,13 @@ def test_cli_help_describes_every_option(capsys):
     for sub in parser._subparsers._group_actions[0].choices.values():
         for action in sub._actions:
             assert action.help, (sub.prog, action.dest)
+
+
+def test_a_case_is_selected_by_glob_or_substring_and_by_place():
+    from benchmark.report.build import matches
+
+    assert matches("ops.add[n=8]", "gpu:1", ["*add*"], "gpu") and matches(
+        "ops.add[n=8]", "cpu", ["add"], None
+    )
+    assert not matches("ops.add[n=8]", "cpu", ["add*"], None)  # a glob matches the whole id
+    assert not matches("ops.add[n=8]", "gpu:10", [], "gpu:1") and matches("ops.add[n=8]", "cpu", [], None)

@@ -4,6 +4,7 @@
   the series' histories with their change points and alerts (``load_series``, ``analyse``);
 - :mod:`~benchmark.report.text` -- decisions in words (``format_decision``), shared by `benchmark gate`,
   the pytest gate items and the Markdown report; :mod:`~benchmark.report.markdown` -- the PR report;
+- :mod:`~benchmark.report.build` -- what `benchmark plot` and `benchmark report --format md` produce;
 - :mod:`~benchmark.report.jobs` -- the one plot-job builder and the parallel renderer;
   :mod:`~benchmark.report.trend`, :mod:`~benchmark.report.plots` -- the matplotlib figures;
 - :mod:`~benchmark.report.html` -- the dashboard, with :mod:`~benchmark.report.pages`,
