@@ -204,7 +204,7 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
     assert "environment change" in html and "after driver 550.54.15 -&gt; 560.28.03" in html
 
 
-def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(sqlite_url, make_result, capsys):
+def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(db_url, make_result, capsys):
     """A series whose level moves by 12% at the run where the driver was upgraded: `benchmark gate`
     on the second run of the new level fails it "after driver ...", lists the change among the
     environment changes (text and JSON), and the Markdown report lists it too."""
@@ -218,7 +218,7 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(sqlite
     levels = np.exp(rng.normal(0, 0.01, 32)) * 1e-3
     levels[30:] *= 1.12
     run_ids = []
-    with open_store(sqlite_url, create=True) as store:
+    with open_store(db_url, create=True) as store:
         for i, v in enumerate(levels):
             box = GPU_BOX if i < 30 else UPGRADED
             run_id = store.begin_run(
@@ -230,17 +230,17 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(sqlite
     label = "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, Python 3.11.4 -> 3.11.7"
     upgraded, last = run_ids[30], run_ids[-1]
 
-    assert main(["gate", "--db", sqlite_url, "--run", str(last)]) == 1
+    assert main(["gate", "--db", db_url, "--run", str(last)]) == 1
     out = capsys.readouterr().out
     (failing,) = [line for line in out.splitlines() if line.startswith("REGRESSION")]
     assert f"level changed at run {upgraded} (after {label})" in failing
     assert f"environment: run {upgraded}: after {label} (1 series: op.add [cpu dynamic])" in out.splitlines()
 
-    assert main(["gate", "--db", sqlite_url, "--run", str(last), "--json"]) == 1
+    assert main(["gate", "--db", db_url, "--run", str(last), "--json"]) == 1
     (d,) = json.loads(capsys.readouterr().out)["decisions"]
     assert d["change_run_id"] == upgraded and d["events"] == [[upgraded, label]]
 
-    assert main(["report", "--format", "md", "--db", sqlite_url, "--run", str(last)]) == 0
+    assert main(["report", "--format", "md", "--db", db_url, "--run", str(last)]) == 0
     md = capsys.readouterr().out
     section = md.split("### Environment changes and levels that came back")[1].split("###")[0]
     assert f"- run {upgraded}: after driver 550.54.15 -&gt; 560.28.03" in section
