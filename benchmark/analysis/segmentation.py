@@ -103,7 +103,8 @@ def segment(
     noise: Sequence[float | None] | None = None,
     events: Mapping[int, str] | Sequence[int] | None = None,
 ) -> list[ChangePoint]:
-    """Offline change points of the whole series (the method: docs/detection.md, "Offline segmentation"), oldest first.
+    """Offline change points of the whole series, oldest first (the method: docs/detection.md,
+    "Offline segmentation").
 
     ``events`` (runs where the environment changed, as for :func:`simulate_online`) are candidate
     change points: one is kept when the split there is significant (Bonferroni over the events
