@@ -7,7 +7,8 @@ that collects the suite's file (benchmark/test_cases.py, named on the command li
 directory that is): elsewhere (`pytest tests/`) its options exist and its hooks do nothing; no
 config is loaded, no store opened, nothing printed. The state of a run is a `BenchSession`
 (benchmark/plugin/session.py); how cases are measured is benchmark/plugin/execution.py; what
-is printed is benchmark/plugin/terminal.py; the hooks other plugins may implement are in
+is printed is benchmark/plugin/terminal.py; pytest-benchmark's own options are honoured or refused
+in benchmark/plugin/compat.py; the hooks other plugins may implement are in
 benchmark/plugin/hookspecs.py. This module imports only the standard library and pytest, so the
 sessions it stays out of do not pay for the suite's imports.
 """
