@@ -214,20 +214,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def collects_suite(config: pytest.Config) -> bool:
-    """Whether this session collects the suite's file: one of its arguments is the file, or a
-    directory above it (`pytest benchmark/`, `pytest .`, `pytest /path/to/checkout/benchmark`),
-    or with --pyargs the package `benchmark`; and no --ignore leaves it out."""
+    """Whether this session collects the suite's file: one of its arguments is the file or its
+    directory (`pytest benchmark/`, `pytest /path/to/checkout/benchmark`: collected whatever
+    --ignore says), or a directory above it that no --ignore cuts it from (`pytest .`), or with
+    --pyargs the package `benchmark`."""
     base = Path(config.invocation_params.dir)
-    for ignored in config.getoption("ignore") or []:
-        path = (base / ignored).resolve()
-        if path == SUITE_FILE or path in SUITE_FILE.parents:
-            return False
+    ignored = any(
+        path == SUITE_FILE or path in SUITE_FILE.parents
+        for path in ((base / p).resolve() for p in config.getoption("ignore") or [])
+    )
     for arg in config.args:
         target = arg.split("::")[0]
         if config.getoption("pyargs") and target in ("benchmark", "benchmark.test_cases"):
             return True
         path = (base / target).resolve()
-        if path == SUITE_FILE or (path in SUITE_FILE.parents and path.is_dir()):
+        if path in (SUITE_FILE, SUITE_FILE.parent):
+            return True
+        if path in SUITE_FILE.parents and path.is_dir() and not ignored:
             return True
     return False
 
