@@ -137,6 +137,12 @@ def test_benchmark_disable_runs_each_case_once_untimed_and_records_nothing(tmp_p
     assert "1 failed, 1 passed" in proc.stdout  # the broken config fails, the good one passes
     assert "FAILED benchmark/test_cases.py::test_case[plug_bad-cpu-dynamic]" in proc.stdout
     assert "benchmark: --benchmark-disable: 1 case(s) ran once, untimed; nothing recorded" in proc.stdout
+    # The header says what the suite does, not pytest-benchmark's calibration defaults (unused here).
+    proc = pytest_run(
+        PROJECT, "benchmark/", "--collect-only", "--bench-config", str(cfg), "--benchmark-disable"
+    )
+    assert "benchmark suite: 2 case(s) selected, each run once, untimed" in proc.stdout, proc.stdout
+    assert "(defaults:" not in proc.stdout
     assert not summary.exists() and not db.exists()
     # Nothing to judge or count: refused in one line.
     proc = pytest_run(PROJECT, *args, "--bench-gate", "--collect-only")

@@ -260,6 +260,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_header(config: pytest.Config):
+    """In a suite run, the header says what the suite will do instead of pytest-benchmark's
+    defaults line (its calibration settings do not apply here)."""
+    lines = yield
+    bench = config.stash.get(SESSION_KEY, None)
+    if bench is None:
+        return lines
+    from benchmark.plugin.terminal import header_line
+
+    kept = [x for x in lines if not (isinstance(x, str) and x.startswith("benchmark:") and "(defaults:" in x)]
+    return [header_line(bench), *kept]
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     bench = bench_of(session.config)
     if bench is not None:

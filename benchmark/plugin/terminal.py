@@ -14,6 +14,18 @@ from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
 
 
+def header_line(bench: BenchSession) -> str:
+    """The session header's line about the suite: how many cases were selected and how they run."""
+    if bench.disabled:
+        how = "each run once, untimed, nothing recorded (--benchmark-disable)"
+    elif bench.processes:
+        how = f"each measured in {bench.processes} worker process(es) unless its config says otherwise"
+    else:
+        how = "measured in this process (--bench-processes 0)"
+    quick = ", quick settings" if bench.config.getoption("bench_quick") and not bench.disabled else ""
+    return f"benchmark suite: {len(bench.cases)} case(s) selected, {how}{quick}"
+
+
 def counts(values) -> str:
     """The distinct values, e.g. "2/3" (the process counts of the cases)."""
     distinct = sorted(set(values))
