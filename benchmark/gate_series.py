@@ -266,7 +266,7 @@ def judge_result(
 ) -> None:
     """Decide one ok result into ``d``: against ``baseline`` (a run id; ``b`` is that run's result
     of the series, or None) or, when it is None, against the series' history ``base`` (a
-    :class:`~benchmark.store.queries.Baseline`), ``envs`` holding each run's environment."""
+    :class:`~benchmark.model.Series`), ``envs`` holding each run's environment."""
     raw = result.get("samples") or []
     batch = result.get("batch_size")
     new = metric_samples(raw, s.metric, batch)

@@ -1,6 +1,7 @@
 """The typed records the stages exchange: a benchmark `Case` and the `Spec` of its fully expanded
 config (`Tensor` inputs, `ProgramStep`s, measurement overrides), the `CaseResult` of a case in a run, the
-`SeriesKey` of a result, and the judge's `Verdict` on a result (with its `Evidence`).
+`SeriesKey` of a result and the `Series` of per-run values it belongs to, and the judge's `Verdict`
+on a result (with its `Evidence`).
 
 A case's shape goes from YAML to the stored result through typed fields only:
 `configs/*.yaml` -> `benchmark.config` (schema, grid expansion) -> `Case.spec.inputs["x"].shape`
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -42,6 +44,121 @@ class SeriesKey(NamedTuple):
             result["mode"],
             result.get("metric") or "time",
         )
+
+
+NO_KEY = SeriesKey("", "", "", "")  # the key of a series not read from the store (a CSV's)
+
+
+def _no_values() -> np.ndarray:
+    return np.empty(0)
+
+
+@dataclass
+class Series:
+    """One series' ok results, oldest first: the store's baseline of a run's series (the judge), a
+    series' history (the reports) or a CSV of per-run values (`benchmark detect`).
+
+    Every per-run field holds one entry per ok run in the same order, or is empty where the
+    reader does not fill it (`values` is always filled; `len(series)` is its length).
+    """
+
+    key: SeriesKey = NO_KEY
+    # Fingerprint of the machine the runs were measured on ("" where not known); reports key
+    # series by `report_key`, which adds it.
+    machine: str = ""
+    name: str = ""  # the case's config name (reports; configs/gates.yaml may match on it)
+    series_id: int = 0  # the store's primary key of the series (0: not from the store)
+    unit: str = "s"  # unit of `values`, `samples` and the CIs: "s" or "instructions"
+    # Per run: the median of its raw samples (seconds or instructions per iteration).
+    values: np.ndarray = field(default_factory=_no_values)
+    run_ids: list[int] = field(default_factory=list)  # the store's run ids
+    result_ids: list[int] = field(default_factory=list)  # the store's result ids
+    times: list[float] = field(default_factory=list)  # run start, epoch seconds
+    commits: list[str | None] = field(default_factory=list)  # the run's git commit, if recorded
+    labels: list[str] = field(default_factory=list)  # a CSV's `run` column (benchmark detect)
+    # The run's raw samples (seconds or instructions per iteration, one per timed round; an empty
+    # array where the run has none).
+    samples: list[np.ndarray] = field(default_factory=list)
+    # The values (per-process medians) of the run's ok worker-process trials, in trial order; an
+    # empty array for a result measured in one process.
+    process_values: list[np.ndarray] = field(default_factory=list)
+    # The run's 95% confidence interval of its median, in `unit` (NaN where not stored).
+    ci_low: np.ndarray = field(default_factory=_no_values)
+    ci_high: np.ndarray = field(default_factory=_no_values)
+    rounds: list[int] = field(default_factory=list)  # timed rounds of the run
+    # The run's throughput in `throughput_unit` (NaN where it has none).
+    throughput: np.ndarray = field(default_factory=_no_values)
+    throughput_unit: str | None = None
+    # Environment changes (driver, kernel, Python): index of the first run under the new
+    # environment -> what changed.
+    events: dict[int, str] = field(default_factory=dict)
+    # The series' results without a number, oldest first: dicts of run_id, time (epoch seconds),
+    # commit, status, message.
+    others: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def case_id(self) -> str:
+        return self.key.case_id
+
+    @property
+    def config_hash(self) -> str:
+        return self.key.config_hash
+
+    @property
+    def place(self) -> str:
+        return self.key.place
+
+    @property
+    def mode(self) -> str:
+        return self.key.mode
+
+    @property
+    def metric(self) -> str:
+        return self.key.metric
+
+    @property
+    def report_key(self) -> tuple[str, ...]:
+        """(case id, config hash, place, mode, machine), plus the metric where it is not "time":
+        what the reports key a series by (its file names derive from it)."""
+        key = (*self.key[:4], self.machine)
+        return key if self.metric == "time" else (*key, self.metric)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def pooled(self) -> np.ndarray:
+        """All raw samples of the series in one array."""
+        return np.concatenate(self.samples) if self.samples else np.empty(0)
+
+    def head(self, end: int) -> Series:
+        """The series cut after its first `end` runs (events after them dropped; `others` kept)."""
+        cut = dataclasses.replace(self, events={i: what for i, what in self.events.items() if i < end})
+        for f in _PER_RUN:
+            setattr(cut, f, getattr(self, f)[:end])
+        return cut
+
+    @property
+    def latest_status(self) -> str:
+        """Status of the newest result of the series, ok or not ("none" when it has none)."""
+        last_ok = self.times[-1] if self.times else -float("inf")
+        late = [o for o in self.others if o["time"] > last_ok]
+        return str(late[-1]["status"]) if late else ("ok" if self.times else "none")
+
+
+_PER_RUN = (
+    "values",
+    "run_ids",
+    "result_ids",
+    "times",
+    "commits",
+    "labels",
+    "samples",
+    "process_values",
+    "ci_low",
+    "ci_high",
+    "rounds",
+    "throughput",
+)
 
 
 class _Frozen(BaseModel):

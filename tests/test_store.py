@@ -366,13 +366,14 @@ def test_baselines_compare_like_with_like_only(store, machine, make_result):
     key = series_key(make_result("op.add"))
     assert set(baselines) == {key, series_key(make_result("op.new-case"))}
     base = baselines[key]
+    assert base.key == key and base.case_id == "op.add"
     assert base.run_ids == previous
-    assert base.git_commits == [f"c{i}" for i in range(5)]
-    np.testing.assert_allclose(base.medians, [(i + 1) * 1e-3 for i in range(5)])
+    assert base.commits == [f"c{i}" for i in range(5)]
+    np.testing.assert_allclose(base.values, [(i + 1) * 1e-3 for i in range(5)])
     assert [len(s) for s in base.samples] == [6] * 5
     assert base.pooled().shape == (30,)
     assert base.unit == "s"
-    assert base.run_times == sorted(base.run_times)
+    assert base.times == sorted(base.times)
     assert len(baselines[series_key(make_result("op.new-case"))]) == 0
 
     assert store.baselines(target, statuses=None)[key].run_ids == [*previous, killed, running]

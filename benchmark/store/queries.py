@@ -8,7 +8,6 @@ import collections
 import operator
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
-from benchmark.model import SeriesKey
+from benchmark.model import Series, SeriesKey
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -38,42 +37,18 @@ def series_key(result: Mapping[str, Any]) -> SeriesKey:
     return SeriesKey.of(result)
 
 
-@dataclass
-class Baseline:
-    """The previous ok results of one series, oldest first, as parallel sequences."""
-
-    run_ids: list[int] = field(default_factory=list)
-    result_ids: list[int] = field(default_factory=list)
-    # Start of each run, epoch seconds.
-    run_times: list[float] = field(default_factory=list)
-    git_commits: list[str | None] = field(default_factory=list)
-    # Median of each result (one per run), and its raw samples.
-    medians: np.ndarray = field(default_factory=lambda: np.empty(0))
-    samples: list[np.ndarray] = field(default_factory=list)
-    unit: str | None = None
-    # Per result, the values (per-process medians) of its ok worker-process trials, in trial order;
-    # an empty array for results measured in one process (before issue 11, or --bench-processes 0).
-    process_values: list[np.ndarray] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.run_ids)
-
-    def pooled(self) -> np.ndarray:
-        """All raw samples of the baseline in one array."""
-        return np.concatenate(self.samples) if self.samples else np.empty(0)
-
-    @classmethod
-    def from_rows(cls, rows: list[tuple]) -> Baseline:
-        """From (series_id, result_id, run_id, run_time, unit, median, samples) rows, in any order."""
-        rows = sorted(rows, key=operator.itemgetter(3, 1))
-        return cls(
-            run_ids=[r[2] for r in rows],
-            result_ids=[r[1] for r in rows],
-            run_times=[r[3] for r in rows],
-            medians=_medians(r[5] for r in rows),
-            samples=[_samples(r[6]) for r in rows],
-            unit=rows[-1][4] if rows else None,
-        )
+def baseline_from_rows(rows: list[tuple]) -> Series:
+    """The baseline of one series (`Series` without its key) from (series_id, result_id, run_id,
+    run_time, unit, median, samples) rows, in any order."""
+    rows = sorted(rows, key=operator.itemgetter(3, 1))
+    return Series(
+        run_ids=[r[2] for r in rows],
+        result_ids=[r[1] for r in rows],
+        times=[r[3] for r in rows],
+        values=_medians(r[5] for r in rows),
+        samples=[_samples(r[6]) for r in rows],
+        unit=(rows[-1][4] if rows else None) or "s",
+    )
 
 
 def _samples(blob: bytes | None) -> np.ndarray:
@@ -228,7 +203,7 @@ def _prior_results(run_id: int, run_time: float, last: int, statuses: Iterable[s
 
 def generic_baselines(
     conn: Connection, run_id: int, run_time: float, last: int, statuses: Iterable[str] | None
-) -> dict[int, Baseline]:
+) -> dict[int, Series]:
     """SQLite has no LATERAL: a correlated `id IN (SELECT ... LIMIT n)` per series of the run, which
     reads only the (series_id, status, run_time, id) index, then the rows themselves."""
     targets, latest = _prior_results(run_id, run_time, last, statuses)
@@ -245,12 +220,12 @@ def generic_baselines(
     rows: dict[int, list[tuple]] = collections.defaultdict(list)
     for row in conn.execute(query).all():
         rows[row[0]].append(row)
-    return {sid: Baseline.from_rows(points) for sid, points in rows.items()}
+    return {sid: baseline_from_rows(points) for sid, points in rows.items()}
 
 
 def postgresql_baselines(
     conn: Connection, run_id: int, run_time: float, last: int, statuses: Iterable[str] | None
-) -> dict[int, Baseline]:
+) -> dict[int, Series]:
     """PostgreSQL: a LATERAL index scan per series, aggregated server-side into one row per series
     (arrays, and the raw samples concatenated), which is far less to transfer and parse."""
     targets, latest = _prior_results(run_id, run_time, last, statuses)
@@ -279,28 +254,28 @@ def postgresql_baselines(
     for series_id, ids, run_ids, times, medians, lengths, blob, unit in conn.execute(query):
         flat = _samples(bytes(blob or b""))
         ends = np.cumsum(np.asarray(lengths, dtype=np.int64) // 8)
-        out[series_id] = Baseline(
+        out[series_id] = Series(
             run_ids=list(run_ids),
             result_ids=list(ids),
-            run_times=list(times),
-            medians=_medians(medians),
+            times=list(times),
+            values=_medians(medians),
             samples=np.split(flat, ends[:-1]),
-            unit=unit,
+            unit=unit or "s",
         )
     return out
 
 
-def fill_commits(conn: Connection, baselines: Iterable[Baseline]) -> None:
+def fill_commits(conn: Connection, baselines: Iterable[Series]) -> None:
     baselines = list(baselines)
     run_ids = {r for b in baselines for r in b.run_ids}
     if not run_ids:
         return
     commits = dict(conn.execute(sa.select(RUN.c.id, RUN.c.git_commit).where(RUN.c.id.in_(run_ids))).all())
     for baseline in baselines:
-        baseline.git_commits = [commits.get(r) for r in baseline.run_ids]
+        baseline.commits = [commits.get(r) for r in baseline.run_ids]
 
 
-def fill_process_values(conn: Connection, baselines: Iterable[Baseline]) -> None:
+def fill_process_values(conn: Connection, baselines: Iterable[Series]) -> None:
     baselines = list(baselines)
     result_ids = [r for b in baselines for r in b.result_ids]
     values: dict[int, list[float]] = {}

@@ -3,6 +3,7 @@ baselines. A mixin of `Store`, which supplies the engine."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import socket
 from collections.abc import Iterable, Mapping
@@ -13,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from benchmark.model import SeriesKey
+from benchmark.model import Series, SeriesKey
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
     CASE,
@@ -27,7 +28,6 @@ from benchmark.store.models import (
 )
 from benchmark.store.queries import (
     BASELINE_RUN_STATUSES,
-    Baseline,
     by_result,
     fill_commits,
     fill_process_values,
@@ -263,14 +263,15 @@ class StoreReads:
 
     def baselines(
         self, run_id: int, last: int = 100, *, statuses: Iterable[str] | None = BASELINE_RUN_STATUSES
-    ) -> dict[SeriesKey, Baseline]:
+    ) -> dict[SeriesKey, Series]:
         """For every series in run `run_id`: its previous `last` ok results, oldest first.
 
         Only results of the same case id, config hash, place and mode on the same machine fingerprint,
         from runs that started before this one and are recorded with one of `statuses` (default:
-        complete runs only; None: any run). Keys are `series_key(result)`; a series without
-        history maps to an empty Baseline. Three queries in all (the run's series, their baselines,
-        the commits of those runs), whatever the number of series.
+        complete runs only; None: any run). Keys are `series_key(result)`; each `Series` carries its
+        key and series id, and a series without history maps to an empty one. Four queries in all
+        (the run's series, their baselines, the commits of those runs, the process values of those
+        results), whatever the number of series.
         """
         with self._read() as conn:
             targets = conn.execute(targets_query(run_id)).all()
@@ -280,10 +281,11 @@ class StoreReads:
             found = fetch(conn, run_id, targets[0].run_time, last, statuses)
             fill_commits(conn, found.values())
             fill_process_values(conn, found.values())
-        return {
-            SeriesKey(t.case_id, t.config_hash, t.place, t.mode, t.metric): found.get(t.series_id, Baseline())
-            for t in targets
-        }
+        out = {}
+        for t in targets:
+            key = SeriesKey(t.case_id, t.config_hash, t.place, t.mode, t.metric)
+            out[key] = dataclasses.replace(found.get(t.series_id, Series()), key=key, series_id=t.series_id)
+        return out
 
 
 def _pid_alive(pid: int, started_at: dt.datetime | None) -> bool:
