@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
-from benchmark.model import CaseResult
+from benchmark.model import CaseResult, Series, SeriesKey
 from benchmark.report import jobs, plots, trend
-from benchmark.report.compare_runs import Row, SeriesData, analyse, load_series
+from benchmark.report.compare_runs import Row, analyse, load_series
 from benchmark.store import open_store
 
 DAY = 86400.0
@@ -125,23 +125,20 @@ def test_trend_plot_marks_the_change_point_and_the_alert(store):
     assert "gpu:0" in fig.axes[0].get_title()
 
 
-def _long_series(n: int = 200, step_at: int = 197) -> SeriesData:
+def _long_series(n: int = 200, step_at: int = 197) -> Series:
     """A plain 200-run series (numbers only) with a +20% step in its last 3 runs."""
     rng = np.random.default_rng(1)
     level = 1e-3 * np.where(np.arange(n) >= step_at, 1.2, 1.0) * np.exp(rng.normal(0, 0.005, n))
     samples = [m * np.exp(rng.normal(0, 0.01, ROUNDS)) for m in level]
-    return SeriesData(
-        case_id="ops.long[n=200]",
+    return Series(
+        key=SeriesKey("ops.long[n=200]", "h", "cpu", "static"),
         name="ops.long",
-        config_hash="h",
-        place="cpu",
-        mode="static",
         machine="m" * 16,
         series_id=1,
         run_ids=list(range(1, n + 1)),
         times=[1.7e9 + i * DAY for i in range(n)],
         commits=[f"{i:040x}" for i in range(n)],
-        medians=np.array([np.median(x) for x in samples]),
+        values=np.array([np.median(x) for x in samples]),
         ci_low=np.array([x.min() for x in samples]),
         ci_high=np.array([x.max() for x in samples]),
         samples=samples,
@@ -335,7 +332,7 @@ def test_one_builder_gives_every_job_its_series_key(store, tmp_path):
     )  # fmt: skip
     assert [j.kind for j in todo] == ["ab"] + ["trend"] * len(series) + ["telemetry"]
     assert todo[0].key is None and todo[0].title == f"Run {run_id} against run 3"
-    assert [j.key for j in todo[1:-1]] == [s.key for s in series]
+    assert [j.key for j in todo[1:-1]] == [s.report_key for s in series]
     assert todo[-1].key == jobs.result_key(with_timeline, machine)
     rendered = jobs.render_all(todo, workers=1)
     assert [(r.kind, r.key) for r in rendered] == [(j.kind, j.key) for j in todo]
@@ -349,28 +346,17 @@ def test_one_builder_gives_every_job_its_series_key(store, tmp_path):
 def test_model_series_are_drawn_as_throughput():
     import numpy as np
 
-    from benchmark.report.compare_runs import SeriesData
     from benchmark.report.trend import series_metric, trend_plot
 
-    base = dict(
-        case_id="lstm-train",
-        name="lstm",
-        config_hash="h",
-        place="cpu",
-        mode="dynamic",
-        machine="m",
-        series_id=1,
-    )
-    op = SeriesData(
-        **base, run_ids=[1, 2], times=[1.0, 2.0], commits=["a", "b"], medians=np.array([1e-3, 1e-3])
-    )
+    base = dict(key=SeriesKey("lstm-train", "h", "cpu", "dynamic"), name="lstm", machine="m", series_id=1)
+    op = Series(**base, run_ids=[1, 2], times=[1.0, 2.0], commits=["a", "b"], values=np.array([1e-3, 1e-3]))
     assert series_metric(op) == "time"
-    model = SeriesData(
+    model = Series(
         **base,
         run_ids=[1, 2],
         times=[1.0, 2.0],
         commits=["a", "b"],
-        medians=np.array([0.1, 0.1]),
+        values=np.array([0.1, 0.1]),
         ci_low=np.array([0.09, 0.09]),
         ci_high=np.array([0.11, 0.11]),
         throughput=np.array([320.0, 330.0]),

@@ -11,12 +11,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from benchmark.model import Series
 from benchmark.parallel import parallel_map
 from benchmark.report import jobs, markdown
 from benchmark.report.compare_runs import (
     NOT_IN_RUN,
     Row,
-    SeriesData,
     analyse_one,
     compare_run,
     default_min_effect,
@@ -106,13 +106,13 @@ def markdown_report(
     return markdown.render(run, rows, baseline_run=base, plots=where, db=store.display_url)
 
 
-def _changed_plots(rows: list[Row], series: list[SeriesData], run_id: int, baseline: int | None, out: Path,
+def _changed_plots(rows: list[Row], series: list[Series], run_id: int, baseline: int | None, out: Path,
                    min_effect: float, formats: Sequence[str], workers: int | None) -> list[str]:  # fmt: skip
     """The A/B chart of the run and the trend plots of the series that changed; the A/B files."""
     machine = next((s.machine for s in series), "")
     statuses = judged_statuses(rows, machine)  # the plot's status is the judge's, as in the report
     trends = [
-        (s, dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.key, NOT_IN_RUN)))
+        (s, dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.report_key, NOT_IN_RUN)))
         for s in series
     ]
     todo = jobs.build(out, formats=formats, run_id=run_id, rows=rows, baseline=baseline, trends=trends)

@@ -10,7 +10,6 @@ Everything returned is plain, picklable data, so plots can be rendered in worker
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from benchmark.analysis.history import Alert, simulate_online
 from benchmark.analysis.segmentation import ChangePoint, segment
 from benchmark.gate import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
-from benchmark.model import FAILING, Evidence, Verdict
+from benchmark.model import FAILING, Evidence, Series, SeriesKey, Verdict
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
@@ -230,7 +229,7 @@ NOT_IN_RUN = "not in run"
 
 
 def judged_statuses(rows: Iterable[Row], machine: str) -> dict[tuple, str]:
-    """Status words of the judge's verdicts, by series key (as SeriesData.key, on `machine`, the
+    """Status words of the judge's verdicts, by series key (as `Series.report_key`, on `machine`, the
     judged run's): what a badge or a trend plot of that series says about the run."""
     out = {}
     for r in rows:
@@ -239,58 +238,12 @@ def judged_statuses(rows: Iterable[Row], machine: str) -> dict[tuple, str]:
     return out
 
 
-def series_min_effect(gates: Gates, series: SeriesData) -> float:
+def series_min_effect(gates: Gates, series: Series) -> float:
     """The minimum effect configs/gates.yaml sets for a series (as the judge applies it)."""
     return gates.for_case(series.case_id, series.name, series.place, series.metric).min_effect
 
 
 # --------------------------------------------------------------------------------------- series history
-
-
-@dataclass
-class SeriesData:
-    """The history of one series: the ok results as arrays (oldest first), the others listed."""
-
-    case_id: str
-    name: str
-    config_hash: str
-    place: str
-    mode: str
-    machine: str
-    series_id: int
-    unit: str = "s"
-    run_ids: list[int] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)  # run start, epoch seconds
-    commits: list[str | None] = field(default_factory=list)
-    medians: np.ndarray = field(default_factory=lambda: np.empty(0))
-    ci_low: np.ndarray = field(default_factory=lambda: np.empty(0))
-    ci_high: np.ndarray = field(default_factory=lambda: np.empty(0))
-    rounds: list[int] = field(default_factory=list)
-    samples: list[np.ndarray] | None = None
-    throughput: np.ndarray = field(default_factory=lambda: np.empty(0))
-    throughput_unit: str | None = None
-    others: list[dict[str, Any]] = field(default_factory=list)
-    """Results without a number: run_id, time, commit, status, message."""
-    metric: str = "time"
-    """time (seconds per iteration) or instructions (per iteration, --bench-instructions)."""
-    events: dict[int, str] = field(default_factory=dict)
-    """Environment changes (driver, kernel, Python): index of the first ok run under the new
-    environment -> what changed."""
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        key = (self.case_id, self.config_hash, self.place, self.mode, self.machine)
-        return key if self.metric == "time" else (*key, self.metric)
-
-    def __len__(self) -> int:
-        return len(self.run_ids)
-
-    @property
-    def latest_status(self) -> str:
-        """Status of the newest result of the series, ok or not."""
-        last_ok = self.times[-1] if self.times else -math.inf
-        late = [o for o in self.others if o["time"] > last_ok]
-        return late[-1]["status"] if late else ("ok" if self.times else "none")
 
 
 @dataclass
@@ -309,23 +262,20 @@ def _ts(value: Any) -> float:
     return value.timestamp() if hasattr(value, "timestamp") else float(value)
 
 
-def _series_from_rows(rows: list[Mapping[str, Any]]) -> SeriesData:
+def _series_from_rows(rows: list[Mapping[str, Any]]) -> Series:
     first = rows[0]
     ok = [r for r in rows if r["status"] == "ok" and r["median"] is not None]
-    s = SeriesData(
-        case_id=first["case_id"],
+    s = Series(
+        key=SeriesKey.of(first),
         name=first.get("name") or first["case_id"],
-        config_hash=first["config_hash"],
-        place=first["place"],
-        mode=first["mode"],
         machine=first.get("machine") or "",
-        metric=first.get("metric") or "time",
         series_id=first.get("series_id") or 0,
         unit=(ok[-1]["unit"] if ok else first.get("unit")) or "s",
         run_ids=[r["run_id"] for r in ok],
+        result_ids=[r["result_id"] for r in ok],
         times=[_ts(r["started_at"]) for r in ok],
         commits=[r.get("git_commit") for r in ok],
-        medians=np.array([r["median"] for r in ok], dtype=float),
+        values=np.array([r["median"] for r in ok], dtype=float),
         ci_low=np.array([np.nan if r.get("ci_low") is None else r["ci_low"] for r in ok], dtype=float),
         ci_high=np.array([np.nan if r.get("ci_high") is None else r["ci_high"] for r in ok], dtype=float),
         rounds=[int(r.get("rounds") or 0) for r in ok],
@@ -354,7 +304,7 @@ def _series_from_rows(rows: list[Mapping[str, Any]]) -> SeriesData:
     return s
 
 
-def series_from_history(rows: Iterable[Mapping[str, Any]]) -> list[SeriesData]:
+def series_from_history(rows: Iterable[Mapping[str, Any]]) -> list[Series]:
     """Group `Store.history` rows (ordered by series, then time) into series."""
     groups: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in rows:
@@ -378,48 +328,43 @@ def load_series(
     last: int | None = None,
     with_samples: bool = True,
     run_id: int | None = None,
-) -> list[SeriesData]:
+) -> list[Series]:
     """Every series whose case id matches one of `patterns` (globs or substrings).
 
     With `run_id`, only the series that have a result in that run, and only their history up to it.
     """
-    seen: dict[tuple, SeriesData] = {}
+    seen: dict[tuple, Series] = {}
     for pattern in patterns or ("*",):
         for s in series_from_history(store.history(pattern, place, last, with_samples=with_samples)):
-            seen.setdefault(s.key, s)
+            seen.setdefault(s.report_key, s)
     series = list(seen.values())
     if run_id is not None:
         series = [_upto(s, run_id) for s in series if run_id in s.run_ids or _other_in(s, run_id)]
     return series
 
 
-def _other_in(s: SeriesData, run_id: int) -> bool:
+def _other_in(s: Series, run_id: int) -> bool:
     return any(o["run_id"] == run_id for o in s.others)
 
 
-def _upto(s: SeriesData, run_id: int) -> SeriesData:
+def _upto(s: Series, run_id: int) -> Series:
     """The series cut after the result of `run_id`."""
     if run_id in s.run_ids:
         end = s.run_ids.index(run_id) + 1
     else:
         t = next(o["time"] for o in s.others if o["run_id"] == run_id)
         end = int(np.searchsorted(np.asarray(s.times), t, side="right"))
-    cut = copy.copy(s)
-    cut.events = {i: what for i, what in s.events.items() if i < end}
-    for name in ("run_ids", "times", "commits", "medians", "ci_low", "ci_high", "rounds", "throughput"):
-        setattr(cut, name, getattr(s, name)[:end])
-    if s.samples is not None:
-        cut.samples = s.samples[:end]
+    cut = s.head(end)
     limit = s.times[end - 1] if end else -math.inf
     cut.others = [o for o in s.others if o["time"] <= limit or o["run_id"] == run_id]
     return cut
 
 
 def analyse(
-    series: SeriesData, *, min_effect: float = DEFAULT_MIN_EFFECT, recent: int = RECENT_RUNS
+    series: Series, *, min_effect: float = DEFAULT_MIN_EFFECT, recent: int = RECENT_RUNS
 ) -> SeriesAnalysis:
     """Offline change points, online alerts and the status of one series."""
-    values = series.medians
+    values = series.values
     n = values.size
     change = float(values[-1] / values[-2] - 1) if n >= 2 and values[-2] > 0 else math.nan
     usable = n >= 4 and bool(np.all(np.isfinite(values)))
@@ -433,7 +378,7 @@ def analyse(
     )
 
 
-def _floor_samples(series: SeriesData, last: int = FLOOR_RUNS) -> list | None:
+def _floor_samples(series: Series, last: int = FLOOR_RUNS) -> list | None:
     """Raw samples of the last `last` runs only (None for the others).
 
     The analysis uses raw samples only for a floor under the between-run noise: the median of the
@@ -441,13 +386,13 @@ def _floor_samples(series: SeriesData, last: int = FLOOR_RUNS) -> list | None:
     the cost on a 365-run history.
     """
     n = len(series)
-    if series.samples is None or len(series.samples) != n:
+    if len(series.samples) != n:
         return None
     keep = min(n, last)
     return [None] * (n - keep) + list(series.samples[n - keep :])
 
 
-def _status(series: SeriesData, alerts: list[Alert], recent: int) -> tuple[str, Alert | None]:
+def _status(series: Series, alerts: list[Alert], recent: int) -> tuple[str, Alert | None]:
     latest = series.latest_status
     if latest in ERROR_STATUSES:
         return "error", None
@@ -462,7 +407,7 @@ def _status(series: SeriesData, alerts: list[Alert], recent: int) -> tuple[str, 
     return "ok", None
 
 
-def analyse_one(args: tuple[SeriesData, float]) -> SeriesAnalysis:
+def analyse_one(args: tuple[Series, float]) -> SeriesAnalysis:
     """`analyse` for a process pool (one picklable argument)."""
     series, min_effect = args
     return analyse(series, min_effect=min_effect)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
+from benchmark.model import Series
 from benchmark.parallel import parallel_map
 from benchmark.report import jobs, pages
 from benchmark.report.compare_runs import (
@@ -25,7 +26,6 @@ from benchmark.report.compare_runs import (
     STATUS_ORDER,
     Row,
     SeriesAnalysis,
-    SeriesData,
     analyse_one,
     compare_run,
     default_min_effect,
@@ -72,7 +72,7 @@ def _latest_run_ids(entries: list[Entry]) -> set[int]:
     return {rid for rid in (_latest_run_of(en.series) for en in entries) if rid is not None}
 
 
-def _latest_run_of(series: SeriesData) -> int | None:
+def _latest_run_of(series: Series) -> int | None:
     cands = [(t, r) for t, r in zip(series.times, series.run_ids, strict=True)]
     cands += [(o["time"], o["run_id"]) for o in series.others]
     return max(cands)[1] if cands else None
@@ -80,7 +80,7 @@ def _latest_run_of(series: SeriesData) -> int | None:
 
 def _attach(entries: list[Entry], rendered: list[jobs.Rendered]) -> None:
     """Each series' trend and telemetry files, by the key their job carried."""
-    by_key = {en.series.key: en for en in entries}
+    by_key = {en.series.report_key: en for en in entries}
     for r in rendered:
         en = by_key.get(r.key) if r.key is not None else None
         if en is not None:
@@ -144,7 +144,7 @@ class _timed:
         self.timings[self.name] = self.timings.get(self.name, 0.0) + time.perf_counter() - self.start
 
 
-def _min_effects(series: list[SeriesData], min_effect: float) -> list[float]:
+def _min_effects(series: list[Series], min_effect: float) -> list[float]:
     """Each series' minimum effect as the judge applies it (configs/gates.yaml, `min_effect` as the
     default)."""
     try:
@@ -154,11 +154,11 @@ def _min_effects(series: list[SeriesData], min_effect: float) -> list[float]:
     return [series_min_effect(gates, s) for s in series]
 
 
-def _analyse(series: list[SeriesData], min_effects: list[float], workers, progress) -> list[Entry]:
+def _analyse(series: list[Series], min_effects: list[float], workers, progress) -> list[Entry]:
     """Change points and alerts of every series (in parallel): what the trend shows."""
     analyses = parallel_map(analyse_one, list(zip(series, min_effects, strict=True)), workers=workers,
                                   progress=progress, description="analysing series")  # fmt: skip
-    return [Entry(s, a, jobs.slug_for(s.key)) for s, a in zip(series, analyses, strict=True)]
+    return [Entry(s, a, jobs.slug_for(s.report_key)) for s, a in zip(series, analyses, strict=True)]
 
 
 def _judged_status(entries: list[Entry], run, rows: list[Row]) -> list[Entry]:
@@ -167,7 +167,7 @@ def _judged_status(entries: list[Entry], run, rows: list[Row]) -> list[Entry]:
     for the index."""
     statuses = judged_statuses(rows, (run or {}).get("machine") or "")
     for en in entries:
-        en.analysis = dataclasses.replace(en.analysis, status=statuses.get(en.series.key, NOT_IN_RUN))
+        en.analysis = dataclasses.replace(en.analysis, status=statuses.get(en.series.report_key, NOT_IN_RUN))
     return sorted(entries, key=_index_order)
 
 
@@ -185,7 +185,7 @@ def _compare(store, run_id: int | None, baseline: int | None, min_effect: float)
 def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, formats) -> list[jobs.PlotJob]:
     """The run's A/B chart, then the trends and NVML timelines of the series that need a plot."""
     shown = [en for en in entries if len(en.series) and (all_plots or needs_plot(en.analysis))]
-    keys = {en.series.key for en in shown}
+    keys = {en.series.report_key for en in shown}
     machine = (run or {}).get("machine") or ""
     timelines = [(k, r) for r in results if (k := jobs.result_key(r, machine)) in keys]
     return jobs.build(out, formats=formats, run_id=run["id"] if run else None, rows=rows or None,

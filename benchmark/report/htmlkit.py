@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from benchmark.report.compare_runs import NOT_IN_RUN, SeriesAnalysis, SeriesData
+from benchmark.model import Series
+from benchmark.report.compare_runs import NOT_IN_RUN, SeriesAnalysis
 from benchmark.report.text import pct
 from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale
 
@@ -40,7 +41,7 @@ def e(value: Any) -> str:
 class Entry:
     """One series on the dashboard."""
 
-    series: SeriesData
+    series: Series
     analysis: SeriesAnalysis
     slug: str
     plot_files: list[str] = field(default_factory=list)
@@ -79,9 +80,9 @@ class Units:
         return format_value(value, self.source)
 
 
-def units_for(series: SeriesData) -> Units:
+def units_for(series: Series) -> Units:
     if series.unit in SECONDS:
-        return Units(*time_scale(series.medians), source=series.unit)
+        return Units(*time_scale(series.values), source=series.unit)
     return Units(1.0, series.unit, series.unit)
 
 

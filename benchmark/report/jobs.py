@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmark.model import Series
 from benchmark.parallel import parallel_map
-from benchmark.report.compare_runs import Row, SeriesAnalysis, SeriesData
+from benchmark.report.compare_runs import Row, SeriesAnalysis
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -65,7 +66,7 @@ def build(
     out: str | Path,
     *,
     formats: Sequence[str],
-    trends: Iterable[tuple[SeriesData, SeriesAnalysis | None]] = (),
+    trends: Iterable[tuple[Series, SeriesAnalysis | None]] = (),
     run_id: int | None = None,
     rows: Sequence[Row] | None = None,
     baseline: int | None = None,
@@ -86,8 +87,8 @@ def build(
         title = f"Run {run_id} against {against}"
         jobs.append(PlotJob(AB, str(base / f"ab-run{run_id}"), list(rows), None, fmts, title))
     for s, analysis in trends:
-        path = str(where / f"{slug_for(s.key)}.trend")
-        jobs.append(PlotJob(TREND, path, s, analysis, fmts, key=s.key))
+        path = str(where / f"{slug_for(s.report_key)}.trend")
+        jobs.append(PlotJob(TREND, path, s, analysis, fmts, key=s.report_key))
     suffix = f"-run{run_id}" if run_id is not None else ""
     for key, result in telemetry:
         if has_timeline(result):

@@ -32,7 +32,7 @@ from benchmark.units import MISSING
 
 def _index_row(entry: Entry) -> str:
     s, a = entry.series, entry.analysis
-    latest = float(s.medians[-1]) if len(s) else None
+    latest = float(s.values[-1]) if len(s) else None
     search = f"{s.case_id} {s.name}".lower()
     return (
         f'<tr class="series" data-name="{e(search)}" data-place="{e(s.place)}" data-status="{e(a.status)}">'
@@ -41,7 +41,7 @@ def _index_row(entry: Entry) -> str:
         f'<td class="num">{len(s)}</td><td class="num">{e(entry.units.val(latest))}</td>'
         f'<td class="num">{e(fmt_change(a.change_vs_previous))}</td><td>{e(last_change(entry))}</td>'
         f"<td>{badge(a.status)}</td>"
-        f"<td>{sparkline_svg(s.medians, a.status)}</td></tr>"
+        f"<td>{sparkline_svg(s.values, a.status)}</td></tr>"
     )
 
 
@@ -149,8 +149,8 @@ def _history_rows(entry: Entry) -> str:
     dates = [fmt_date(t) for t in s.times]
     items: list[tuple[float, str]] = []
     for i in range(len(s)):
-        med = float(s.medians[i])
-        change = med / float(s.medians[i - 1]) - 1 if i else math.nan
+        med = float(s.values[i])
+        change = med / float(s.values[i - 1]) - 1 if i else math.nan
         marks = []
         if i in cps:
             marks.append("change point")
@@ -271,7 +271,7 @@ def series_html(
     entry: Entry, run: dict[str, Any] | None, config: dict[str, Any] | None, out_dir: Path
 ) -> str:
     s, a, u = entry.series, entry.analysis, entry.units
-    latest = float(s.medians[-1]) if len(s) else None
+    latest = float(s.values[-1]) if len(s) else None
     facts = (
         f"<span>status {badge(a.status)}</span><span>latest median <b>{e(u.val(latest))}</b></span>"
         f"<span>vs previous <b>{e(fmt_change(a.change_vs_previous))}</b></span><span>{len(s)} ok runs</span>"

@@ -62,7 +62,7 @@ def sparkline_svg(
 def trend_svg(entry: Entry, width: int = TREND_W, height: int = TREND_H) -> str:
     """A light inline trend (median, CI band, change points, alerts) for pages without a PNG plot."""
     s, a = entry.series, entry.analysis
-    med = s.medians
+    med = s.values
     if med.size == 0:
         return "<p>No ok result yet.</p>"
     factor, unit = entry.units.factor, entry.units.unit

@@ -12,7 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
-from benchmark.report.compare_runs import IMPROVEMENT, SeriesAnalysis, SeriesData, analyse
+from benchmark.model import Series
+from benchmark.report.compare_runs import IMPROVEMENT, SeriesAnalysis, analyse
 from benchmark.report.plots import (
     IMPROVEMENT_COLOR,
     REGRESSION_COLOR,
@@ -31,20 +32,20 @@ ZOOM_RUNS = 40
 TREND_MARGINS = {"left": 0.075, "right": 0.99, "top": 0.885, "bottom": 0.2}
 
 
-def _series_values(series: SeriesData, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, str]:
+def _series_values(series: Series, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, str]:
     """Per-run value, band, raw points (in display units) and the y-axis label."""
     if metric == "throughput":
         return _throughput_values(series)
-    factor, unit = time_scale(series.medians)
-    points = [s * factor for s in series.samples] if series.samples is not None else []
+    factor, unit = time_scale(series.values)
+    points = [s * factor for s in series.samples]
     label = f"time per iteration ({unit})"
-    return series.medians * factor, series.ci_low * factor, series.ci_high * factor, points, label
+    return series.values * factor, series.ci_low * factor, series.ci_high * factor, points, label
 
 
-def _throughput_values(series: SeriesData):
+def _throughput_values(series: Series):
     """Throughput per run; band and points from the time samples (throughput x median / time)."""
     tp = series.throughput
-    k = tp * series.medians  # work per iteration
+    k = tp * series.values  # work per iteration
     with np.errstate(divide="ignore", invalid="ignore"):
         lo, hi = k / series.ci_high, k / series.ci_low
         raw = [ki / s for ki, s in zip(k, series.samples or [], strict=False)] if series.samples else []
@@ -52,7 +53,7 @@ def _throughput_values(series: SeriesData):
     return tp * factor, lo * factor, hi * factor, [r * factor for r in raw], f"throughput ({unit})"
 
 
-def _x_labels(series: SeriesData) -> list[str]:
+def _x_labels(series: Series) -> list[str]:
     labels = []
     for t, commit in zip(series.times, series.commits, strict=True):
         date = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d")
@@ -60,7 +61,7 @@ def _x_labels(series: SeriesData) -> list[str]:
     return labels
 
 
-def _set_x_axis(ax, series: SeriesData, max_ticks: int, start: int = 0, xlabel: bool = True) -> None:
+def _set_x_axis(ax, series: Series, max_ticks: int, start: int = 0, xlabel: bool = True) -> None:
     """Runs start..n-1 on the x axis, labelled with short commit and date at up to `max_ticks` runs."""
     labels = _x_labels(series)
     n = len(labels)
@@ -152,7 +153,7 @@ def _draw_change_points(ax, analysis: SeriesAnalysis, n: int, start: int = 0) ->
         text.set_gid("change-point-label")
 
 
-def _draw_events(ax, series: SeriesData, start: int = 0) -> None:
+def _draw_events(ax, series: Series, start: int = 0) -> None:
     """Environment changes (driver, kernel, Python upgrades between two runs): a grey dotted line
     before the first run under the new environment, labelled with what changed."""
     events = series.events
@@ -196,14 +197,14 @@ def _draw_alerts(ax, med: np.ndarray, analysis: SeriesAnalysis, start: int = 0) 
             sc.set_gid("alert-reverted" if reverted else "alert")
 
 
-def series_metric(series: SeriesData) -> str:
+def series_metric(series: Series) -> str:
     """Model cases (with a throughput) are drawn in samples/s, everything else in time per iteration."""
     tp = np.asarray(series.throughput if series.throughput is not None else [], dtype=float)
     return "throughput" if tp.size and np.isfinite(tp).all() else "time"
 
 
 def trend_plot(
-    series: SeriesData,
+    series: Series,
     analysis: SeriesAnalysis | None = None,
     *,
     metric: str = "time",
@@ -238,7 +239,7 @@ def trend_plot(
     return fig
 
 
-def _draw_panel(ax, series: SeriesData, analysis: SeriesAnalysis, values, start: int, max_ticks: int,
+def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int, max_ticks: int,
                 xlabel: bool = True) -> tuple[int, int]:  # fmt: skip
     """Runs start..n-1 of the series on `ax`; returns (raw samples drawn, samples outside the axis)."""
     med, lo, hi, points, _ = values
@@ -263,7 +264,7 @@ def _draw_panel(ax, series: SeriesData, analysis: SeriesAnalysis, values, start:
     return n_points, hidden
 
 
-def _trend_note(series: SeriesData, analysis: SeriesAnalysis, n_points: int, hidden: int) -> str:
+def _trend_note(series: Series, analysis: SeriesAnalysis, n_points: int, hidden: int) -> str:
     parts = [
         f"machine {series.machine[:8]}",
         f"status: {analysis.status}",
