@@ -17,31 +17,22 @@ import csv
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import numpy as np
 
 from benchmark.commands._common import fail
+from benchmark.model import Series
 
 
 class SeriesError(Exception):
     """The CSV cannot be analysed; the message names the file and, where it can, the line."""
 
 
-@dataclass
-class Series:
-    values: list[float]
-    labels: list[str] | None
-    samples: list[list[float] | None] | None
-    envs: list[str] | None = None
-
-    def events(self) -> dict[int, str]:
-        """``{run index: "old -> new"}`` where the ``env`` column changes between consecutive runs."""
-        if not self.envs:
-            return {}
-        return {
-            i: f"{self.envs[i - 1] or '?'} -> {self.envs[i] or '?'}"
-            for i in range(1, len(self.envs))
-            if self.envs[i] != self.envs[i - 1]
-        }
+def env_events(envs: Sequence[str]) -> dict[int, str]:
+    """``{run index: "old -> new"}`` where the ``env`` column changes between consecutive runs."""
+    return {
+        i: f"{envs[i - 1] or '?'} -> {envs[i] or '?'}" for i in range(1, len(envs)) if envs[i] != envs[i - 1]
+    }
 
 
 def _number(text: str, where: str, what: str) -> float:
@@ -55,7 +46,9 @@ def _number(text: str, where: str, what: str) -> float:
 
 
 def read_series(path: str) -> Series:
-    """Read and check a series CSV (raises SeriesError with one readable line)."""
+    """Read and check a series CSV (raises SeriesError with one readable line): a `Series` of its
+    values, with the ``run`` labels, the raw samples (an empty array for a run without; none at
+    all without any) and the environment changes of the ``env`` column as events."""
     try:
         fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 -- closed below
     except OSError as e:
@@ -90,10 +83,10 @@ def read_series(path: str) -> Series:
     if not values:
         raise SeriesError(f"{path}: no runs (the file has a header but no rows)")
     return Series(
-        values=values,
-        labels=labels if "run" in fields else None,
-        samples=samples if any(s for s in samples) else None,
-        envs=envs if "env" in fields else None,
+        values=np.asarray(values, dtype=float),
+        labels=labels if "run" in fields else [],
+        samples=[np.asarray(x or [], dtype=float) for x in samples] if any(samples) else [],
+        events=env_events(envs) if "env" in fields else {},
     )
 
 
@@ -102,20 +95,22 @@ def analyse(series: Series, *, min_effect: float, higher_is_better: bool):
     from benchmark.analysis.history import simulate_online
     from benchmark.analysis.segmentation import segment
 
-    events = series.events()
+    # plain lists, as the analysis functions are typed (numbers in, decisions out)
+    values = series.values.tolist()
+    samples = [x.tolist() for x in series.samples] or None
     cps = segment(
-        series.values,
+        values,
         min_effect=min_effect,
         higher_is_better=higher_is_better,
-        samples=series.samples,
-        events=events,
+        samples=samples,
+        events=series.events,
     )
     alerts = simulate_online(
-        series.values,
+        values,
         min_effect=min_effect,
         higher_is_better=higher_is_better,
-        samples=series.samples,
-        events=events,
+        samples=samples,
+        events=series.events,
     )
     return cps, alerts
 
@@ -133,7 +128,7 @@ def to_json(change_points, alerts, series: Series | None = None) -> dict:
     ``event``: null, or the environment change its change point is attributed to. With a ``run``
     column, ``run``/``change_run``/``reverted_at_run`` give the labels of those runs.
     """
-    labels = series.labels if series is not None else None
+    labels = (series.labels or None) if series is not None else None
 
     def run(i: int | None) -> str | None:
         return labels[i] if labels is not None and i is not None else None
@@ -175,10 +170,10 @@ def _label(series: Series, i: int) -> str:
 def _print_table(path: str, series: Series, cps, alerts, args) -> None:
     better = "higher" if args.higher_is_better else "lower"
     print(
-        f"{path}: {len(series.values)} runs, {better} is better, minimum effect {args.min_effect:.1%}"
+        f"{path}: {len(series)} runs, {better} is better, minimum effect {args.min_effect:.1%}"
         + (", raw samples given" if series.samples else "")
     )
-    events = series.events()
+    events = series.events
     if events:
         print()
         print("Environment changes (candidate change points):")
