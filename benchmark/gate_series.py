@@ -18,7 +18,7 @@ from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.gates import GateSettings
-from benchmark.model import Evidence, Verdict
+from benchmark.model import Evidence, Series, Verdict
 from benchmark.results import bad_timings
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def judge_ab(
     return decision
 
 
-def earlier_runs(base, s: GateSettings, batch) -> tuple[list, list, list, list]:
+def earlier_runs(base: Series | None, s: GateSettings, batch) -> tuple[list, list, list, list]:
     """(run ids, run values, raw samples, process values) of a series' earlier ok runs, oldest
     first, in the metric's units; runs with invalid samples are left out (the caller says so)."""
     runs, values, samples, procs = [], [], [], []
@@ -127,7 +127,7 @@ def earlier_runs(base, s: GateSettings, batch) -> tuple[list, list, list, list]:
 
 def judge_history(
     decision: Decision,
-    base,
+    base: Series | None,
     new: np.ndarray,
     new_procs: np.ndarray,
     result: Mapping,
@@ -213,7 +213,7 @@ def judge_history(
 
 
 def judge_instructions(
-    decision: Decision, base, new: np.ndarray, result: Mapping, s: GateSettings
+    decision: Decision, base: Series | None, new: np.ndarray, result: Mapping, s: GateSettings
 ) -> Decision:
     """Instruction counts: the level rule on per-run values (benchmark/analysis/deterministic.py)
     decides on the first run after a change, whatever the length of the history."""
@@ -259,7 +259,7 @@ def judge_result(
     d: Decision,
     s: GateSettings,
     result: Mapping[str, Any],
-    base,
+    base: Series | None,
     baseline: int | None,
     b: Mapping[str, Any] | None,
     envs: Mapping[int, Mapping[str, Any]] | None = None,
