@@ -370,8 +370,9 @@ def analyse(
     usable = n >= 4 and bool(np.all(np.isfinite(values)))
     samples = _floor_samples(series)
     events = series.events or None
-    cps = segment(values, min_effect=min_effect, samples=samples, events=events) if usable else []
-    alerts = simulate_online(values, min_effect=min_effect, samples=samples, events=events) if usable else []
+    runs = values.tolist()  # plain floats, as the analysis functions are typed
+    cps = segment(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
+    alerts = simulate_online(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
     status, alert = _status(series, alerts, recent)
     return SeriesAnalysis(
         change_points=cps, alerts=alerts, status=status, change_vs_previous=change, alert=alert
