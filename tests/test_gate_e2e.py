@@ -10,8 +10,6 @@ far beyond the one before it for an outlier, so a made-up first slow run would n
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -20,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import cli
 from benchmark.store import open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -83,16 +80,20 @@ def suite(tmp: Path, url: str, *args: str, slow: bool = False) -> subprocess.Com
 
 
 def gate(tmp: Path, url: str, *args: str, gates: Path | None = None) -> subprocess.CompletedProcess:
-    """`benchmark gate --db URL --gates GATES ARGS` in this process (the code path of the console
-    script, without an interpreter start per call): its exit status, stdout and stderr."""
-    argv = ["gate", "--db", url, "--gates", str(gates or tmp / "gates.yaml"), *args]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(argv)
-        except SystemExit as e:  # argparse's usage errors
-            status = e.code if isinstance(e.code, int) else 2
-    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+    """`benchmark gate --db URL --gates GATES ARGS` in a process of its own, as a CI job runs it
+    (in this process, a read-only history the command leaves open would outlive it, across the
+    suite runs that write the file)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmark.cli",
+        "gate",
+        "--db",
+        url,
+        "--gates",
+        str(gates or tmp / "gates.yaml"),
+    ]
+    return subprocess.run([*cmd, *args], cwd=PROJECT, capture_output=True, text=True, timeout=120)
 
 
 def test_gate_passes_a_steady_history_then_fails_exactly_the_regressed_case(history):
