@@ -173,11 +173,7 @@ def mapping_check(torch) -> tuple[str, str]:
     parts.append(f"CUDA_VISIBLE_DEVICES={target.uuid} -> {got['label']} ({got['cuda_devices']} CUDA device)")
     mig_ok = True
     nv = nvml.load_nvml(None)
-    migs = [
-        devices._uuid(nv, m)
-        for _, board in devices._boards(nv)
-        for m in devices._mig_devices(nv, board)
-    ]
+    migs = [devices._uuid(nv, m) for _, board in devices._boards(nv) for m in devices._mig_devices(nv, board)]
     if migs:
         for uuid in migs:
             t = devices.resolve_device(uuid)
