@@ -92,45 +92,23 @@ def test_two_suites_write_one_sqlite_file_at_once(tmp_path):
             assert len(store.results(r["id"])) == 6
 
 
-BAD_HISTORIES = ("corrupt", "readonly", "unreachable", "invalid")
-
-
-def bad_history(kind: str, db: Path) -> str:
-    """The URL of a history of this kind (a file at `db` for the SQLite kinds)."""
+@pytest.mark.parametrize("kind", ["corrupt", "readonly", "unreachable", "invalid"])
+def test_a_bad_history_stops_the_suite_before_any_case(tmp_path, kind):
+    db = tmp_path / "history.sqlite"
     if kind == "corrupt":
         db.write_bytes(b"this is not a database" * 100)
+        url = f"sqlite:///{db}"
     elif kind == "readonly":
         with open_store(f"sqlite:///{db}"):
             pass
         db.chmod(0o444)
+        url = f"sqlite:///{db}"
     elif kind == "unreachable":
-        return "postgresql+psycopg://bench:s3cret-pw@127.0.0.1:9/history"
-    elif kind == "invalid":
-        return "notadb://what"
-    return f"sqlite:///{db}"
-
-
-@pytest.fixture(scope="module")
-def bad_history_suites(tmp_path_factory):
-    """A suite started on each kind of bad history, all at once (they are independent): kind ->
-    (its folder, the history file, the file's bytes before, the running process)."""
-    started = {}
-    for kind in BAD_HISTORIES:
-        tmp = tmp_path_factory.mktemp(kind)
-        db = tmp / "history.sqlite"
-        url = bad_history(kind, db)
-        before = db.read_bytes() if db.exists() else None
-        started[kind] = (tmp, db, before, start_suite(tmp, url, max_time=0.05))
-    yield started
-    for *_, proc in started.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-
-
-@pytest.mark.parametrize("kind", BAD_HISTORIES)
-def test_a_bad_history_stops_the_suite_before_any_case(bad_history_suites, kind):
-    tmp_path, db, before, proc = bad_history_suites[kind]
+        url = "postgresql+psycopg://bench:s3cret-pw@127.0.0.1:9/history"
+    else:
+        url = "notadb://what"
+    before = db.read_bytes() if db.exists() else None
+    proc = start_suite(tmp_path, url, max_time=0.05)
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode not in (0, 1), out[-2000:]
     assert "history store:" in out and "Traceback" not in out
