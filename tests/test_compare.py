@@ -7,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -194,58 +193,19 @@ def config(tmp_path) -> Path:
     return path
 
 
-def slowdown_job(tmp_path: Path) -> subprocess.CompletedProcess:
-    """A compare job, B's paddle.abs slowed down, stored in tmp_path/h.sqlite."""
-    config = tmp_path / "cmp.yaml"
-    config.write_text(CONFIG)
+def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config):
+    from benchmark.store import open_store
+
     python_a = make_venv(tmp_path / "a")
     python_b = make_venv(tmp_path / "b", slow_abs=True)
-    return compare(
+    db = tmp_path / "h.sqlite"
+    out = tmp_path / "job.json"
+    proc = compare(
         "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
-        "--alpha", "0.02", "--min-effect", "0.05", "--seed", "11", "--db", str(tmp_path / "h.sqlite"),
-        "--json", str(tmp_path / "job.json"),
+        "--alpha", "0.02", "--min-effect", "0.05", "--seed", "11", "--db", str(db), "--json", str(out),
         "--markdown", str(tmp_path / "c.md"), "--plot", str(tmp_path / "c.png"),
         cwd=tmp_path,
     )  # fmt: skip
-
-
-def broken_exp_job(tmp_path: Path) -> subprocess.CompletedProcess:
-    """A compare job, B's paddle.exp broken, not stored."""
-    config = tmp_path / "cmp.yaml"
-    config.write_text(CONFIG)
-    python_a = make_venv(tmp_path / "a")
-    python_b = make_venv(tmp_path / "b", hook=BROKEN_EXP)
-    return compare(
-        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
-        "--no-store", "--json", str(tmp_path / "j.json"),
-        cwd=tmp_path,
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
-    """The two compare jobs below, started together (each one's steps run one after the other):
-    name -> a Future of (its folder, the finished process)."""
-
-    def job(name, run):
-        tmp = tmp_path_factory.mktemp(name)
-        return tmp, run(tmp)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {
-            name: pool.submit(job, name, run)
-            for name, run in (("slow", slowdown_job), ("broken", broken_exp_job))
-        }
-        yield futures
-
-
-def test_a_slowdown_injected_into_one_side_is_named_and_stored(jobs):
-    from benchmark.store import open_store
-
-    tmp_path, proc = jobs["slow"].result()
-    python_b = tmp_path / "b" / "bin" / "python"
-    db = tmp_path / "h.sqlite"
-    out = tmp_path / "job.json"
     assert proc.returncode == 1, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
     verdicts = {c["case_id"]: c for c in doc["cases"]}
@@ -270,11 +230,17 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(jobs):
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
-def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_is_an_error(jobs):
+def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_is_an_error(tmp_path, config):
     """A and B are venvs of this interpreter's packages, B with paddle.exp broken: cmp_abs runs
     identical code on both sides (no slower/faster), cmp_exp fails on side B (error, exit 2) and cmp_abs goes on."""
-    tmp_path, proc = jobs["broken"].result()
+    python_a = make_venv(tmp_path / "a")
+    python_b = make_venv(tmp_path / "b", hook=BROKEN_EXP)
     out = tmp_path / "j.json"
+    proc = compare(
+        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--no-store", "--json", str(out),
+        cwd=tmp_path,
+    )  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
     cases = {c["case_id"]: c for c in json.loads(out.read_text())["cases"]}
     assert cases["cmp_exp"]["verdict"] == "error" and "side B" in cases["cmp_exp"]["message"]
