@@ -13,9 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 
-from benchmark.commands._common import add_db, open_history, resolve_run
+from benchmark.commands._common import add_db, command, open_history, resolve_run
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
 from benchmark.report.text import event_lines, format_decision, revert_lines
 
@@ -83,14 +82,13 @@ def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]
     return run_ids, f"run group {group} (run{'s' if len(run_ids) > 1 else ''} {', '.join(map(str, run_ids))})"
 
 
+@command("gate")
 def cmd_gate(args: argparse.Namespace) -> int:
     from benchmark.gate import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
-    from benchmark.gates import GateError, load_gates
-    from benchmark.store import StoreError
+    from benchmark.gates import load_gates
 
-    try:
-        gates = load_gates(args.gates)
-        store = open_history(args.db)
+    gates = load_gates(args.gates)
+    with open_history(args.db) as store:
         run_ids, label = target_runs(store, args.run, args.run_group)
         baseline = None if args.baseline == "history" else resolve_run(store, args.baseline)
         problems = incomplete_runs(store, run_ids)
@@ -106,9 +104,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
         judgement = judge(store, run_ids, gates, baseline, baseline_statuses=statuses)
         decisions = judgement.decisions
         notes = [f"run {r}: {n}" for r in run_ids if (n := (store.run(r) or {}).get("note"))]
-    except (GateError, StoreError, GateInputError, ValueError) as e:
-        print(f"benchmark gate: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
     ok = judgement.passed
     if args.json:
         doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}
