@@ -8,15 +8,14 @@ in docs/detection.md ("The judge").
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.gate_series import judge_result
 from benchmark.gates import Gates, GateSettings
-from benchmark.model import FAILING, Evidence, Verdict
-from benchmark.store import series_key
+from benchmark.model import FAILING, CaseResult, Evidence, SeriesKey, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)
@@ -91,24 +90,24 @@ class Judgement:
         return passed(self.decisions)
 
 
-def _decision(result: Mapping[str, Any], gates: Gates) -> tuple[Decision, GateSettings]:
-    series_metric = result.get("metric") or "time"
-    s = gates.for_case(result["case_id"], result.get("name"), result["place"], series_metric)
+def _decision(result: CaseResult, gates: Gates) -> tuple[Decision, GateSettings]:
+    series_metric = result.metric or "time"
+    s = gates.for_case(result.case_id, result.name, result.place, series_metric)
     metric = "time" if s.metric == "memory" else s.metric
     s = GateSettings(metric, s.min_effect, s.alpha, s.history_runs, s.noise_floor)
     d = Decision(
-        case_id=result["case_id"],
-        name=result.get("name") or result["case_id"],
-        place=result["place"],
-        mode=result["mode"],
+        case_id=result.case_id,
+        name=result.name or result.case_id,
+        place=result.place,
+        mode=result.mode,
         metric=metric,
-        verdict=Verdict(result["status"]) if result["status"] != "ok" else Verdict.PASS,
-        config_hash=result.get("config_hash") or "",
+        verdict=Verdict(result.status) if result.status != "ok" else Verdict.PASS,
+        config_hash=result.config_hash or "",
         min_effect=s.min_effect,
     )
-    d.unit = "items/s" if metric == "throughput" else (result.get("unit") or "s")
-    if result["status"] != "ok":
-        d.reason = result.get("message") or f"the case {result['status']}"
+    d.unit = "items/s" if metric == "throughput" else (result.unit or "s")
+    if result.status != "ok":
+        d.reason = result.message or f"the case {result.status}"
     return d, s
 
 
@@ -155,7 +154,7 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
     if baseline is not None:
         if store.run(baseline) is None:
             raise GateInputError(f"there is no baseline run {baseline} in {store.display_url}")
-        base_results = {series_key(r): r for r in store.results(baseline) if r["status"] == "ok"}
+        base_results = {SeriesKey.of(r): r for r in store.results(baseline) if r.status == "ok"}
     # The series' history: the baseline of the history gate, and its between-run noise for an A/B.
     bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
     envs = (
@@ -166,8 +165,8 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
-        if result["status"] == "ok":
-            key = series_key(result)
+        if result.status == "ok":
+            key = SeriesKey.of(result)
             judge_result(d, s, result, bases.get(key), baseline, base_results.get(key), envs)
         decisions.append(d)
     return decisions

@@ -18,7 +18,7 @@ from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.gates import GateSettings
-from benchmark.model import Evidence, Series, Verdict
+from benchmark.model import CaseResult, Evidence, Series, Verdict
 from benchmark.results import bad_timings
 
 if TYPE_CHECKING:
@@ -130,11 +130,11 @@ def judge_history(
     base: Series | None,
     new: np.ndarray,
     new_procs: np.ndarray,
-    result: Mapping,
+    result: CaseResult,
     s: GateSettings,
     envs: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> Decision:
-    runs, values, samples, procs = earlier_runs(base, s, result.get("batch_size"))
+    runs, values, samples, procs = earlier_runs(base, s, result.batch_size)
     if not runs:
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
         return decision
@@ -156,7 +156,7 @@ def judge_history(
     samples = [*samples, new][-(s.history_runs + 1) :]
     noise = [process_noise(p) for p in [*procs, new_procs]][-(s.history_runs + 1) :]
     runs = runs[-s.history_runs :]
-    ids = [*runs, result.get("run_id")]
+    ids = [*runs, result.run_id]
     events = environment_events([(envs or {}).get(r) for r in ids])
     decision.events = [(ids[i], label) for i, label in sorted(events.items())]
     kw = {"higher_is_better": s.higher_is_better, "samples": samples, "noise": noise}
@@ -213,7 +213,7 @@ def judge_history(
 
 
 def judge_instructions(
-    decision: Decision, base: Series | None, new: np.ndarray, result: Mapping, s: GateSettings
+    decision: Decision, base: Series | None, new: np.ndarray, result: CaseResult, s: GateSettings
 ) -> Decision:
     """Instruction counts: the level rule on per-run values (benchmark/analysis/deterministic.py)
     decides on the first run after a change, whatever the length of the history."""
@@ -239,7 +239,7 @@ def judge_level(
     decision.effect = c.effect
     decision.ci_low, decision.ci_high = c.effect - c.noise, c.effect + c.noise
     decision.baseline_value = c.reference
-    first = runs[c.level_start] if c.level_start < len(runs) else result.get("run_id")
+    first = runs[c.level_start] if c.level_start < len(runs) else result.run_id
     decision.baseline = f"instruction-count level: {c.level_runs} run(s) from run {first}"
     decision.evidence = (
         f"instructions per iteration {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
@@ -248,7 +248,7 @@ def judge_level(
     decision.verdict = Verdict(c.verdict)
     decision.evidence_kind = Evidence.DETERMINISTIC
     if c.verdict in ("regression", "improvement"):
-        decision.change_run_id = result.get("run_id")
+        decision.change_run_id = result.run_id
         decision.reason = "instructions per iteration changed at this run"
     elif c.reverted:
         decision.reason = "back at the level before a recent change (that change is treated as an outlier)"
@@ -258,19 +258,19 @@ def judge_level(
 def judge_result(
     d: Decision,
     s: GateSettings,
-    result: Mapping[str, Any],
+    result: CaseResult,
     base: Series | None,
     baseline: int | None,
-    b: Mapping[str, Any] | None,
+    b: CaseResult | None,
     envs: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> None:
     """Decide one ok result into ``d``: against ``baseline`` (a run id; ``b`` is that run's result
     of the series, or None) or, when it is None, against the series' history ``base`` (a
     :class:`~benchmark.model.Series`), ``envs`` holding each run's environment."""
-    raw = result.get("samples") or []
-    batch = result.get("batch_size")
+    raw = result.samples or []
+    batch = result.batch_size
     new = metric_samples(raw, s.metric, batch)
-    procs = metric_samples(ok_process_values(result.get("processes")), s.metric, batch)
+    procs = metric_samples(ok_process_values(result.processes), s.metric, batch)
     d.processes = int(procs.size)
     d.value = run_value(procs, new)
     if bad_timings(raw):  # only older histories hold such results: never dropped silently
@@ -283,8 +283,8 @@ def judge_result(
             d.verdict, d.reason = Verdict.NEW, f"run {baseline} has no ok result of this series"
             return
         d.baseline_run_id = baseline
-        b_raw = metric_samples(b.get("samples") or [], s.metric, b.get("batch_size"))
-        b_procs = metric_samples(ok_process_values(b.get("processes")), s.metric, b.get("batch_size"))
+        b_raw = metric_samples(b.samples or [], s.metric, b.batch_size)
+        b_procs = metric_samples(ok_process_values(b.processes), s.metric, b.batch_size)
         if s.metric == "instructions":
             judge_level(d, [baseline], [run_value(b_procs, b_raw)], new, s, result)
             return

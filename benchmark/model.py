@@ -34,9 +34,10 @@ class SeriesKey(NamedTuple):
     metric: str = "time"
 
     @classmethod
-    def of(cls, result: Mapping[str, Any]) -> SeriesKey:
-        """The key of a result dict (`CaseResult.to_dict()` or a stored result); metric "time"
-        where it names none."""
+    def of(cls, result: CaseResult | Mapping[str, Any]) -> SeriesKey:
+        """The key of a `CaseResult` (or of its `to_dict()`); metric "time" where it names none."""
+        if isinstance(result, CaseResult):
+            return cls(result.case_id, result.config_hash, result.place, result.mode, result.metric or "time")
         return cls(
             result["case_id"],
             result["config_hash"],
@@ -309,6 +310,9 @@ class Case:
         )
 
 
+STORE_IDS = ("result_id", "run_id")  # the fields of a CaseResult only a stored result sets
+
+
 @dataclass
 class CaseResult:
     """What one case measured in one run: the record measurement fills, the JSON summary and the
@@ -352,9 +356,17 @@ class CaseResult:
     # One entry per worker-process trial of the case in this run, in the order the trials ran
     # (`process_entry`); empty for in-process measurement and results recorded before issue 11.
     processes: list[dict[str, Any]] = field(default_factory=list)
+    # The store's ids of a result read back from it (`Store.results`); None on a result measured now.
+    result_id: int | None = None
+    run_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The result as a plain dict; result_id and run_id only where the store set them."""
+        data = dataclasses.asdict(self)
+        for key in STORE_IDS:
+            if data[key] is None:
+                del data[key]
+        return data
 
     @classmethod
     def for_case(cls, case: Case, **fields: Any) -> CaseResult:

@@ -61,7 +61,7 @@ def stored_ids(url: str) -> tuple[int | None, set[int]]:
     try:
         with open_store(url, create=False, readonly=True) as store:
             run_id = store.latest_run_id()
-            return run_id, {r["result_id"] for r in store.results(run_id)} if run_id else set()
+            return run_id, {r.result_id for r in store.results(run_id)} if run_id else set()
     except StoreError:
         return None, set()
 

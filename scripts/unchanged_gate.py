@@ -126,12 +126,12 @@ def main() -> int:
     with open_store(db) as store:
         for row in rows:
             for r in store.results(row["run"]):
-                if r.get("status") != "ok" or r.get("metric", "time") != "time":
+                if r.status != "ok" or r.metric != "time":
                     continue
-                key = f"{r['case_id']}-{r['place']}-{r['mode']}"
-                kinds[key] = r.get("kind", "?")
-                per_case.setdefault(key, []).append(float(r["stats"]["median"]))
-                cv = (r.get("stats") or {}).get("between_cv")
+                key = f"{r.case_id}-{r.place}-{r.mode}"
+                kinds[key] = r.kind or "?"
+                per_case.setdefault(key, []).append(float(r.stats["median"]))
+                cv = r.stats.get("between_cv")
                 if cv is not None and cv == cv:
                     between.setdefault(key, []).append(float(cv))
     print(f"\n{'case':<62} {'kind':<8} {'runs':>4} {'CV across runs':>14} {'between-process CV':>18}")

@@ -10,6 +10,7 @@ far beyond the one before it for an outlier, so a made-up first slow run would n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -44,10 +45,8 @@ def history(tmp_path_factory):
     with open_store(url) as store:
         first = store.run(1)
         machine = {**first["machine_info"], "fingerprint": first["machine"]}  # the same series
-        recorded = [
-            {k: v for k, v in r.items() if k not in ("result_id", "run_id")} for r in store.results(1)
-        ]
-        assert all(len(r["processes"]) >= 2 for r in recorded), "measured in worker processes"
+        recorded = [dataclasses.replace(r, result_id=None, run_id=None) for r in store.results(1)]
+        assert all(len(r.processes) >= 2 for r in recorded), "measured in worker processes"
         for _ in range(11):
             run_id = store.begin_run(machine, {"trigger": "local"})
             store.add_results(run_id, recorded)

@@ -6,6 +6,7 @@ with `load_series`, analysed with the real change-point and online-gate code.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -262,8 +263,12 @@ def test_ab_chart_grows_with_the_number_of_cases():
 
 
 def _telemetry_result(timeline):
-    return {"case_id": "ops.matmul[m=4096]", "place": "gpu:0", "mode": "dynamic", "run_id": 3,
-            "telemetry": {"summary": {"device_name": "NVIDIA H200"}, "timeline": timeline}}  # fmt: skip
+    """A stored result of run 3 with this NVML timeline (None: no telemetry at all)."""
+    telemetry = (
+        None if timeline is None else {"summary": {"device_name": "NVIDIA H200"}, "timeline": timeline}
+    )
+    return CaseResult(case_id="ops.matmul[m=4096]", name="matmul", kind="op", place="gpu:0", mode="dynamic",
+                      config={}, config_hash="h", run_id=3, telemetry=telemetry)  # fmt: skip
 
 
 def test_telemetry_timeline_has_four_panels_sharing_time(tmp_path):
@@ -288,7 +293,7 @@ def test_telemetry_timeline_has_four_panels_sharing_time(tmp_path):
 
 def test_telemetry_without_data_is_none():
     assert plots.telemetry_plot(_telemetry_result([])) is None
-    assert plots.telemetry_plot({"case_id": "a", "place": "cpu", "telemetry": None}) is None
+    assert plots.telemetry_plot(_telemetry_result(None)) is None
     # a panel whose metric NVML never reported is left out
     fig = plots.telemetry_plot(_telemetry_result([{"t": 0.0, "gpu_util": 5}, {"t": 0.1, "gpu_util": 7}]))
     assert len(fig.axes) == 1
@@ -318,7 +323,7 @@ def test_one_builder_gives_every_job_its_series_key(store, tmp_path):
     results = store.results(run_id)
     machine = store.run(run_id)["machine"]
     timeline = {"timeline": [{"t": 0.0, "gpu_util": 5}, {"t": 0.1, "gpu_util": 9}]}
-    with_timeline = {**results[0], "telemetry": timeline}
+    with_timeline = dataclasses.replace(results[0], telemetry=timeline)
     todo = jobs.build(
         tmp_path,
         formats=("png",),

@@ -345,5 +345,5 @@ def test_a_shape_goes_from_yaml_to_the_stored_result_through_typed_fields(tmp_pa
         run_id = store.begin_run(machine, {"started_at": time.time(), "trigger": "test"})
         store.add_result(run_id, result)
         (stored,) = store.results(run_id)
-    assert stored["config_hash"] == case.config_hash
-    assert Spec.model_validate(stored["config"]).inputs["x"].shape == (3, 4)
+    assert stored.config_hash == case.config_hash
+    assert Spec.model_validate(stored.config).inputs["x"].shape == (3, 4)

@@ -87,14 +87,17 @@ def test_round_trip_keeps_every_field_and_the_raw_samples(store, machine):
     result_id = store.add_result(run_id, original)
     (stored,) = store.results(run_id)
 
-    assert stored.pop("result_id") == result_id
-    assert stored.pop("run_id") == run_id
-    expected = original.to_dict()
-    assert stored.pop("started_at") == pytest.approx(expected.pop("started_at"), abs=1e-6)
-    assert stored.pop("finished_at") == pytest.approx(expected.pop("finished_at"), abs=1e-6)
-    assert stored["samples"] == expected["samples"]  # bit-exact float64
-    assert stored == expected
-    assert CaseResult.from_dict(stored).samples == original.samples
+    assert isinstance(stored, CaseResult)
+    assert (stored.result_id, stored.run_id) == (result_id, run_id)
+    assert stored.started_at == pytest.approx(original.started_at, abs=1e-6)
+    assert stored.finished_at == pytest.approx(original.finished_at, abs=1e-6)
+    assert stored.samples == original.samples  # bit-exact float64
+    got, expected = stored.to_dict(), original.to_dict()
+    assert "result_id" not in expected and "run_id" not in expected  # a result measured now has no ids
+    for key in ("result_id", "run_id", "started_at", "finished_at"):
+        got.pop(key, None)
+        expected.pop(key, None)
+    assert got == expected
 
 
 def with_processes(result: CaseResult) -> CaseResult:
@@ -117,12 +120,10 @@ def test_per_process_trials_round_trip_in_trial_order(store, machine):
     run_id = new_run(store, machine)
     store.add_result(run_id, original)
     (stored,) = store.results(run_id)
-    assert stored["processes"] == original.processes
-    assert (
-        stored["stats"]["median"] == original.stats["median"] == pytest.approx(1.125e-3)
-    )  # of 1.0 and 1.25 ms
-    assert stored["stats"]["processes"] == 2
-    assert stored["stats"]["between_cv"] == pytest.approx(original.stats["between_cv"])
+    assert stored.processes == original.processes
+    assert stored.stats["median"] == original.stats["median"] == pytest.approx(1.125e-3)  # of 1.0 and 1.25 ms
+    assert stored.stats["processes"] == 2
+    assert stored.stats["between_cv"] == pytest.approx(original.stats["between_cv"])
     (row,) = store.history("resnet50", with_samples=True)
     assert row["processes"] == original.processes
     assert "processes" not in store.history("resnet50")[0]  # summary rows stay light
@@ -153,20 +154,20 @@ def test_exported_processes_import_back(store, machine, tmp_path):
     path.write_text(export_run(store, run_id, "json", pytest_benchmark=True))
     imported = import_pytest_benchmark(store, path)
     (again,) = store.results(imported.run_id)
-    assert again["processes"] == original.processes
-    assert again["stats"]["median"] == pytest.approx(original.stats["median"])
+    assert again.processes == original.processes
+    assert again.stats["median"] == pytest.approx(original.stats["median"])
 
 
 def test_results_that_are_not_numbers_stay_that_way(store, machine, make_result):
     run_id = new_run(store, machine)
     store.add_result(run_id, make_result("op.skip", samples=[], status="skipped", message="no CUDA device"))
     store.add_result(run_id, make_result("op.err", samples=[], status="error", message="Traceback: boom"))
-    by_case = {r["case_id"]: r for r in store.results(run_id)}
-    assert by_case["op.skip"]["status"] == "skipped"
-    assert by_case["op.skip"]["message"] == "no CUDA device"
-    assert by_case["op.skip"]["samples"] == []
-    assert "median" not in by_case["op.skip"]["stats"]
-    assert by_case["op.err"]["status"] == "error"
+    by_case = {r.case_id: r for r in store.results(run_id)}
+    assert by_case["op.skip"].status == "skipped"
+    assert by_case["op.skip"].message == "no CUDA device"
+    assert by_case["op.skip"].samples == []
+    assert "median" not in by_case["op.skip"].stats
+    assert by_case["op.err"].status == "error"
 
 
 def test_nan_and_numpy_values_are_stored_as_plain_json(store, machine, make_result):
@@ -174,9 +175,9 @@ def test_nan_and_numpy_values_are_stored_as_plain_json(store, machine, make_resu
     run_id = new_run(store, machine)
     store.add_result(run_id, make_result(samples=[1e-3, 1e-3, 1e-3], stats=stats, extra={"n": np.int64(3)}))
     (stored,) = store.results(run_id)
-    assert stored["stats"]["cv"] is None
-    assert stored["stats"]["odd"] == 1.5
-    assert stored["extra"] == {"n": 3}
+    assert stored.stats["cv"] is None
+    assert stored.stats["odd"] == 1.5
+    assert stored.extra == {"n": 3}
 
 
 def test_invalid_results_are_refused_and_nothing_is_left_behind(store, machine, make_result):
@@ -196,9 +197,9 @@ def test_batch_insert_returns_ids_in_order(store, machine, make_result):
     run_id = new_run(store, machine)
     ids = store.add_results(run_id, [make_result(f"op.c{i}", telemetry={"i": i}) for i in range(5)])
     stored = store.results(run_id)
-    assert [r["result_id"] for r in stored] == ids
-    assert [r["case_id"] for r in stored] == [f"op.c{i}" for i in range(5)]
-    assert [r["telemetry"] for r in stored] == [{"i": i} for i in range(5)]
+    assert [r.result_id for r in stored] == ids
+    assert [r.case_id for r in stored] == [f"op.c{i}" for i in range(5)]
+    assert [r.telemetry for r in stored] == [{"i": i} for i in range(5)]
 
 
 # ------------------------------------------------------------------------------------------- runs

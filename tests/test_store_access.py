@@ -193,7 +193,7 @@ def test_sigkill_mid_suite_keeps_every_committed_result_and_shows_interrupted(db
         results = store.results(run_id)
         (run,) = [r for r in store.runs() if r["id"] == run_id]
     assert len(results) >= stored  # every result it reported as stored (and maybe one more)
-    assert [r["case_id"] for r in results[:stored]] == [f"crash.case{i}" for i in range(stored)]
+    assert [r.case_id for r in results[:stored]] == [f"crash.case{i}" for i in range(stored)]
     assert run["status"] == "interrupted"
     assert run["recorded_status"] == "running"
 
@@ -214,7 +214,7 @@ def test_two_processes_writing_at_once_both_store_everything(db_url, tmp_path):
         for run_id in run_ids:
             results = store.results(run_id)
             assert len(results) == count
-            assert {r["case_id"] for r in results} == {f"same.case{i}" for i in range(count)}
+            assert {r.case_id for r in results} == {f"same.case{i}" for i in range(count)}
         assert all(r["status"] == "complete" for r in store.runs())
         # Both processes wrote the same cases: each case is one series with two results, not two series.
         rows = store.history("*.case1")

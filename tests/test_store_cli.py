@@ -165,15 +165,15 @@ def test_export_json_and_import_round_trip(history, tmp_path, sqlite_url, capsys
     assert run_cli("import", str(pb), "--db", target) == 0
     assert "2 results" in capsys.readouterr().out
     with open_store(url) as source, open_store(target) as copy:
-        original = [r for r in source.results(run_ids[-1]) if r["status"] == "ok"]
+        original = [r for r in source.results(run_ids[-1]) if r.status == "ok"]
         (run,) = copy.runs()
         imported = copy.results(run["id"])
         assert run["machine"] == "machine-a"
         assert run["git_commit"] == "2" * 40
         assert run["status"] == "complete"
     strip = ("result_id", "run_id", "started_at", "finished_at")
-    assert [{k: v for k, v in r.items() if k not in strip} for r in imported] == [
-        {k: v for k, v in r.items() if k not in strip} for r in original
+    assert [{k: v for k, v in r.to_dict().items() if k not in strip} for r in imported] == [
+        {k: v for k, v in r.to_dict().items() if k not in strip} for r in original
     ]
     assert run_cli("import", str(pb), "--db", target) == 0
     assert "already imported" in capsys.readouterr().out
@@ -210,17 +210,17 @@ def test_import_a_real_pytest_benchmark_file(db_url, tmp_path, capsys):
     assert "3 results" in capsys.readouterr().out
     with open_store(db_url) as store:
         (run,) = store.runs()
-        results = {r["case_id"]: r for r in store.results(run["id"])}
+        results = {r.case_id: r for r in store.results(run["id"])}
     assert run["trigger"] == "import" and run["status"] == "complete"
     for bench in produced["benchmarks"]:
         stored = results[bench["fullname"]]
-        assert stored["kind"] == "imported"
-        assert stored["samples"] == bench["stats"]["data"]
-        assert stored["stats"]["rounds"] == bench["stats"]["rounds"]
-        assert stored["stats"]["median"] == pytest.approx(bench["stats"]["median"])
-        assert stored["iterations"] == bench["stats"]["iterations"]
+        assert stored.kind == "imported"
+        assert stored.samples == bench["stats"]["data"]
+        assert stored.stats["rounds"] == bench["stats"]["rounds"]
+        assert stored.stats["median"] == pytest.approx(bench["stats"]["median"])
+        assert stored.iterations == bench["stats"]["iterations"]
     sorted_case = results[next(b["fullname"] for b in produced["benchmarks"] if b["name"] == "test_sorted")]
-    assert sorted_case["extra"]["pytest_benchmark"]["extra_info"] == {"note": "measured"}
+    assert sorted_case.extra["pytest_benchmark"]["extra_info"] == {"note": "measured"}
     assert run_cli("history", "test_sum", "--db", db_url) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1 + 2
 

@@ -75,7 +75,7 @@ def test_sigkill_mid_suite_keeps_every_finished_case(tmp_path):
         results = store.results(run_id)
         (run,) = [r for r in store.runs() if r["id"] == run_id]
     assert len(results) >= len(stored) and len(results) < 6
-    assert all(r["status"] == "ok" and len(r["samples"]) >= 5 for r in results)
+    assert all(r.status == "ok" and len(r.samples) >= 5 for r in results)
     assert run["status"] == "interrupted"
 
 

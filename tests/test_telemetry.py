@@ -388,5 +388,5 @@ def test_timeline_is_stored_and_read_back_from_the_history(tmp_path):
         store.add_result(run_id, result)
         store.finish_run(run_id, "complete")
         (row,) = store.results(run_id)
-    assert row["telemetry"]["timeline"] == sampler.timeline()
-    assert row["telemetry"]["summary"] == sampler.summary()
+    assert row.telemetry["timeline"] == sampler.timeline()
+    assert row.telemetry["summary"] == sampler.summary()

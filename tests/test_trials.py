@@ -302,14 +302,14 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
 
     with open_store(db) as store:
         run = store.run(store.latest_run_id())
-        stored = {r["case_id"]: r for r in store.results(run["id"])}
+        stored = {r.case_id: r for r in store.results(run["id"])}
     assert run["status"] == "complete"
     assert set(stored) == {"k_first", "k_slow", "k_last"}
-    assert stored["k_slow"]["status"] == "error" and stored["k_slow"]["processes"][0]["status"] == "error"
-    assert [p["pid"] for p in stored["k_first"]["processes"]] == [
+    assert stored["k_slow"].status == "error" and stored["k_slow"].processes[0]["status"] == "error"
+    assert [p["pid"] for p in stored["k_first"].processes] == [
         p["pid"] for p in results["k_first"]["processes"]
     ]
-    assert stored["k_first"]["stats"]["median"] == pytest.approx(results["k_first"]["stats"]["median"])
+    assert stored["k_first"].stats["median"] == pytest.approx(results["k_first"]["stats"]["median"])
 
 
 def test_processes_zero_measures_in_the_pytest_process(tmp_path):

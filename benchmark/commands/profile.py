@@ -30,11 +30,11 @@ def register(sub) -> None:
 def _profiled(store, run_id: int, pattern: str, place: str | None) -> dict[tuple, dict]:
     out = {}
     for r in store.results(run_id):
-        if not r.get("profile") or not fnmatch.fnmatchcase(r["case_id"], pattern):
+        if not r.profile or not fnmatch.fnmatchcase(r.case_id, pattern):
             continue
-        if place and r["place"] != place:
+        if place and r.place != place:
             continue
-        out[(r["case_id"], r["place"], r["mode"])] = r["profile"]
+        out[(r.case_id, r.place, r.mode)] = r.profile
     return out
 
 

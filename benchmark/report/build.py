@@ -9,9 +9,8 @@ import dataclasses
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 
-from benchmark.model import Series
+from benchmark.model import CaseResult, Series
 from benchmark.parallel import parallel_map
 from benchmark.report import jobs, markdown
 from benchmark.report.compare_runs import (
@@ -58,7 +57,7 @@ def plot_history(
     analyses = parallel_map(analyse_one, [(s, min_effect) for s in series], workers=workers,
                             description="analysing series")  # fmt: skip
     rows: list[Row] | None = None
-    timelines: list[tuple[tuple, dict[str, Any]]] = []
+    timelines: list[tuple[tuple, CaseResult]] = []
     if run_id is not None:
         rows = [
             r
@@ -69,7 +68,7 @@ def plot_history(
         timelines = [
             (jobs.result_key(r, machine), r)
             for r in store.results(run_id)
-            if matches(r["case_id"], r["place"], patterns, place)
+            if matches(r.case_id, r.place, patterns, place)
         ]
     todo = jobs.build(out, formats=formats, run_id=run_id, rows=rows, baseline=baseline,
                       trends=list(zip(series, analyses, strict=True)), telemetry=timelines)  # fmt: skip

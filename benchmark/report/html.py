@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
-from benchmark.model import Series
+from benchmark.model import CaseResult, Series
 from benchmark.parallel import parallel_map
 from benchmark.report import jobs, pages
 from benchmark.report.compare_runs import (
@@ -220,11 +220,11 @@ def _configs(store, entries: list[Entry]) -> dict[tuple[str, ...], dict[str, Any
         if wanted <= set(out):
             break
         for r in _results_light(store, rid):
-            out.setdefault((r["case_id"], r["config_hash"]), r.get("config") or {})
+            out.setdefault((r.case_id, r.config_hash), r.config or {})
     return out
 
 
-def _results_light(store, run_id: int) -> list[dict[str, Any]]:
+def _results_light(store, run_id: int) -> list[CaseResult]:
     try:
         return store.results(run_id)
     except Exception:  # a report never fails for want of a config

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmark.model import Series
+from benchmark.model import CaseResult, Series
 from benchmark.parallel import parallel_map
 from benchmark.report.compare_runs import Row, SeriesAnalysis
 
@@ -57,9 +57,9 @@ def slug_for(key: Sequence[Any]) -> str:
     return f"{stem[:80]}-{digest}"
 
 
-def result_key(result: dict[str, Any], machine: str) -> tuple[str, ...]:
+def result_key(result: CaseResult, machine: str) -> tuple[str, ...]:
     """The series key of a stored result measured on `machine` (time metric)."""
-    return (result["case_id"], result["config_hash"], result["place"], result["mode"], machine)
+    return (result.case_id, result.config_hash, result.place, result.mode, machine)
 
 
 def build(
@@ -70,7 +70,7 @@ def build(
     run_id: int | None = None,
     rows: Sequence[Row] | None = None,
     baseline: int | None = None,
-    telemetry: Iterable[tuple[tuple, dict[str, Any]]] = (),
+    telemetry: Iterable[tuple[tuple, CaseResult]] = (),
     series_dir: str = "",
 ) -> list[PlotJob]:
     """The jobs of a report, into `out`: the A/B chart of run `run_id` when `rows` is given (first: the

@@ -25,6 +25,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from benchmark.model import CaseResult  # noqa: E402
 from benchmark.report.compare_runs import Row  # noqa: E402
 
 RATE_PREFIXES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
@@ -236,14 +237,14 @@ TELEMETRY_PANELS = (
 )
 
 
-def has_timeline(result: dict[str, Any]) -> bool:
-    tele = result.get("telemetry") or {}
+def has_timeline(result: CaseResult) -> bool:
+    tele = result.telemetry or {}
     return bool(tele.get("timeline"))
 
 
-def telemetry_plot(result: dict[str, Any]) -> Figure | None:
+def telemetry_plot(result: CaseResult) -> Figure | None:
     """NVML utilization, power, memory and SM clock over the run of one result (None without data)."""
-    timeline = (result.get("telemetry") or {}).get("timeline") or []
+    timeline = (result.telemetry or {}).get("timeline") or []
     t = np.array([row.get("t", math.nan) for row in timeline], dtype=float)
     panels = []
     for label, keys, factor in TELEMETRY_PANELS:
@@ -264,13 +265,11 @@ def telemetry_plot(result: dict[str, Any]) -> Figure | None:
             ax.legend(loc="upper right", fontsize=8)
     axes[0].set_ylim(bottom=0)
     axes[-1].set_xlabel("time since the sampler started (s)")
-    summary = (result.get("telemetry") or {}).get("summary") or {}
+    summary = (result.telemetry or {}).get("summary") or {}
     device = summary.get("device_name")
-    run = f"run {result['run_id']}" if result.get("run_id") is not None else None
+    run = f"run {result.run_id}" if result.run_id is not None else None
     fig.suptitle(
-        title_of(
-            result["case_id"], result["place"], result.get("mode"), ", ".join(p for p in (run, device) if p)
-        ),
+        title_of(result.case_id, result.place, result.mode, ", ".join(p for p in (run, device) if p)),
         fontsize=10,
     )
     return fig

@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from benchmark.model import CaseResult
 from benchmark.store.core import Store
 from benchmark.store.models import to_plain
 
@@ -36,7 +37,7 @@ def export_run(store: Store, run_id: int, fmt: str, *, pytest_benchmark: bool = 
     run = store.run(run_id)
     if run is None:
         raise ValueError(f"there is no run {run_id} in {store.display_url}")
-    results = store.results(run_id)
+    results = [stored_dict(r) for r in store.results(run_id)]
     if fmt == "csv":
         if pytest_benchmark:
             raise ValueError("--pytest-benchmark needs --format json")
@@ -58,7 +59,7 @@ def export_runs(store: Store, run_ids: list[int], fmt: str, *, pytest_benchmark:
         run = store.run(run_id)
         if run is None:
             raise ValueError(f"there is no run {run_id} in {store.display_url}")
-        runs.append((run, store.results(run_id)))
+        runs.append((run, [stored_dict(r) for r in store.results(run_id)]))
     if fmt == "csv":
         if pytest_benchmark:
             raise ValueError("--pytest-benchmark needs --format json")
@@ -83,6 +84,19 @@ def export_runs(store: Store, run_ids: list[int], fmt: str, *, pytest_benchmark:
             "results": [r for _, results in runs for r in results],
         }
     return json.dumps(to_plain(doc), indent=2, allow_nan=False, default=str) + "\n"
+
+
+# The keys a stored result's dict starts with, in the order the exports write them; the rest follow
+# in `CaseResult.to_dict()`'s order.
+_STORED_FIRST = ("result_id", "run_id", "case_id", "name", "kind", "place", "mode", "metric")
+
+
+def stored_dict(result: CaseResult) -> dict[str, Any]:
+    """A result read from the store as the dict the exports write: `to_dict()` with its result_id
+    and run_id first and metric after mode."""
+    data = result.to_dict()
+    first = {key: data.pop(key, None) for key in _STORED_FIRST}
+    return {**first, **data}
 
 
 def to_csv(run: Mapping[str, Any], results: list[dict[str, Any]]) -> str:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
-from benchmark.model import Series, SeriesKey
+from benchmark.model import CaseResult, Series, SeriesKey
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -32,8 +32,8 @@ BASELINE_RUN_STATUSES = ("complete",)
 WILDCARDS = frozenset("*?")
 
 
-def series_key(result: Mapping[str, Any]) -> SeriesKey:
-    """The key `Store.baselines` uses for a result dict (`benchmark.model.SeriesKey.of`)."""
+def series_key(result: CaseResult | Mapping[str, Any]) -> SeriesKey:
+    """The key `Store.baselines` uses for a result (`benchmark.model.SeriesKey.of`)."""
     return SeriesKey.of(result)
 
 

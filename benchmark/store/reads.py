@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from benchmark.model import Series, SeriesKey
+from benchmark.model import CaseResult, Series, SeriesKey
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
     CASE,
@@ -200,8 +200,8 @@ class StoreReads:
             stored = {tuple(r) for r in conn.execute(query)}
         return [tuple(key) for key in expected if tuple(key) not in stored]
 
-    def results(self, run_id: int) -> list[dict[str, Any]]:
-        """The results of one run as `CaseResult.to_dict()`-shaped dicts (+ result_id, run_id)."""
+    def results(self, run_id: int) -> list[CaseResult]:
+        """The results of one run, in the order they were stored, with their result_id and run_id."""
         query = (
             sa.select(
                 RESULT,
@@ -229,7 +229,7 @@ class StoreReads:
         for row in rows:
             result = case_result_dict(row, telemetry.get(row["id"]), profiles.get(row["id"]))
             result["processes"] = processes.get(row["id"], [])
-            out.append(result)
+            out.append(CaseResult.from_dict(result))
         return out
 
     def history(
