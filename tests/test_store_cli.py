@@ -137,6 +137,11 @@ def test_export_json_and_import_round_trip(history, tmp_path, sqlite_url, capsys
     assert doc["run"]["id"] == run_ids[0]
     assert doc["machine"]["fingerprint"] == "machine-a"
     assert len(doc["results"]) == 3
+    # each result is the stored CaseResult's to_dict(), its store ids first and metric after mode
+    assert list(doc["results"][0])[:9] == [
+        "result_id", "run_id", "case_id", "name", "kind", "place", "mode", "metric", "config",
+    ]  # fmt: skip
+    assert doc["results"][0]["run_id"] == run_ids[0] and isinstance(doc["results"][0]["result_id"], int)
 
     pb = tmp_path / "pytest-benchmark.json"
     assert run_cli("export", "--format", "json", "--pytest-benchmark", "--out", str(pb), "--db", url) == 0
