@@ -17,11 +17,12 @@ import csv
 import json
 import math
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from benchmark.commands._common import fail
-from benchmark.model import Series
+
+if TYPE_CHECKING:  # numpy and the model load when a series is read, not at `benchmark --help`
+    from benchmark.model import Series
 
 
 class SeriesError(Exception):
@@ -82,6 +83,10 @@ def read_series(path: str) -> Series:
             raise SeriesError(f"{path}: not a UTF-8 text file") from None
     if not values:
         raise SeriesError(f"{path}: no runs (the file has a header but no rows)")
+    import numpy as np
+
+    from benchmark.model import Series
+
     return Series(
         values=np.asarray(values, dtype=float),
         labels=labels if "run" in fields else [],
