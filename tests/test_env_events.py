@@ -34,6 +34,24 @@ GPU_BOX = {
 UPGRADED = {**GPU_BOX, "gpu_driver": "560.28.03", "python_version": "3.11.7", "kernel": "5.15.0-94-generic"}
 
 
+def record_daily_runs(url, levels, make_result, rng, upgrade_at: int = 30) -> list[int]:
+    """One complete run a day of an `op.add` result at each level (7 samples with 0.2% noise), on
+    GPU_BOX and, from run `upgrade_at` (0-based) on, on the UPGRADED box; returns the run ids."""
+    import numpy as np
+
+    run_ids = []
+    with open_store(url, create=True) as store:
+        for i, v in enumerate(levels):
+            box = GPU_BOX if i < upgrade_at else UPGRADED
+            run_id = store.begin_run(
+                {**box, "fingerprint": fingerprint(box)}, {"started_at": 1.7e9 + 86400 * i}
+            )
+            store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
+            store.finish_run(run_id)
+            run_ids.append(run_id)
+    return run_ids
+
+
 def test_the_fingerprint_keys_the_hardware_not_drivers_kernel_or_python_patch():
     fp = fingerprint(GPU_BOX)
     assert fingerprint(UPGRADED) == fp
@@ -183,14 +201,8 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
     levels = np.exp(rng.normal(0, 0.01, 40)) * 1e-3
     levels[30:] *= 1.06
     levels[29] *= 1.02
-    with open_store(sqlite_url, create=True) as store:
-        for i, v in enumerate(levels):
-            box = GPU_BOX if i < 30 else UPGRADED
-            run_id = store.begin_run(
-                {**box, "fingerprint": fingerprint(box)}, {"started_at": 1.7e9 + 86400 * i}
-            )
-            store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
-            store.finish_run(run_id)
+    record_daily_runs(sqlite_url, levels, make_result, rng)
+    with open_store(sqlite_url) as store:
         (series,) = load_series(store, ["op.add"])
     label = "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, Python 3.11.4 -> 3.11.7"
     assert series.events == {30: label}
@@ -217,16 +229,7 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(db_url
     rng = np.random.default_rng(5)
     levels = np.exp(rng.normal(0, 0.01, 32)) * 1e-3
     levels[30:] *= 1.12
-    run_ids = []
-    with open_store(db_url, create=True) as store:
-        for i, v in enumerate(levels):
-            box = GPU_BOX if i < 30 else UPGRADED
-            run_id = store.begin_run(
-                {**box, "fingerprint": fingerprint(box)}, {"started_at": 1.7e9 + 86400 * i}
-            )
-            store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
-            store.finish_run(run_id)
-            run_ids.append(run_id)
+    run_ids = record_daily_runs(db_url, levels, make_result, rng)
     label = "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, Python 3.11.4 -> 3.11.7"
     upgraded, last = run_ids[30], run_ids[-1]
 

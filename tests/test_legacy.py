@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from legacy_support import var
 
 from benchmark import allowlist, legacy
 from benchmark.legacy import convert, convert_config
@@ -18,21 +18,6 @@ from benchmark.legacy.cases import ADJUST
 from benchmark.legacy.values import NotConvertible, parse_shape, parse_value
 from benchmark.runners.paddle_ops import resolve_op
 from benchmark.runners.reference import NUMPY_ATTRS
-
-LEGACY_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "legacy-api-configs"
-FIXTURES = Path(__file__).resolve().parent / "data" / "legacy"
-needs_legacy = pytest.mark.skipif(
-    not LEGACY_DIR.is_dir(),
-    reason=f"shared legacy configs not found at {LEGACY_DIR} (checkout without ../shared)",
-)
-
-
-def legacy_files():
-    return sorted(LEGACY_DIR.glob("*.json"))
-
-
-def var(shape, dtype="float32"):
-    return {"type": "Variable", "dtype": dtype, "shape": shape}
 
 
 def attr(type_, value):

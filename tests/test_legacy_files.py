@@ -5,9 +5,9 @@ where a reference is set)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from legacy_support import FIXTURES, LEGACY_DIR, legacy_files, needs_legacy, var
 
 from benchmark import cli, legacy, runners
 from benchmark.config import load_paths
@@ -16,21 +16,6 @@ from benchmark.legacy import convert
 from benchmark.legacy import ops as legacy_ops
 from benchmark.runners.paddle_ops import resolve_op
 from benchmark.runners.reference import check_accuracy
-
-LEGACY_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "legacy-api-configs"
-FIXTURES = Path(__file__).resolve().parent / "data" / "legacy"
-needs_legacy = pytest.mark.skipif(
-    not LEGACY_DIR.is_dir(),
-    reason=f"shared legacy configs not found at {LEGACY_DIR} (checkout without ../shared)",
-)
-
-
-def legacy_files():
-    return sorted(LEGACY_DIR.glob("*.json"))
-
-
-def var(shape, dtype="float32"):
-    return {"type": "Variable", "dtype": dtype, "shape": shape}
 
 
 def test_command_exit_codes(tmp_path, capsys):
