@@ -13,7 +13,7 @@ import numpy as np
 from benchmark.commands.detect import read_series
 from benchmark.model import Series, SeriesKey
 from benchmark.report.compare_runs import load_series
-from benchmark.store import open_store, series_key
+from benchmark.store import open_store
 
 
 def _series() -> Series:
@@ -75,7 +75,7 @@ def test_the_judge_and_the_reports_read_the_same_series_from_the_store(db_url, m
             store.add_result(run_id, make_result("op.add", samples=[(i + 1) * 1e-3, (i + 1.5) * 1e-3] * 3))
             store.finish_run(run_id)
             run_ids.append(run_id)
-        judged = store.baselines(run_ids[-1])[series_key(make_result("op.add"))]
+        judged = store.baselines(run_ids[-1])[SeriesKey.of(make_result("op.add"))]
         (history,) = load_series(store, ["op.add"], run_id=run_ids[-2])
     assert judged.key == history.key == SeriesKey("op.add", "cfg1", "cpu", "dynamic")
     assert judged.series_id == history.series_id != 0

@@ -14,12 +14,8 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
-from benchmark.model import CaseResult
-from benchmark.store import (
-    StoreError,
-    open_store,
-    series_key,
-)
+from benchmark.model import CaseResult, SeriesKey
+from benchmark.store import StoreError, open_store
 
 
 def run_info(**fields):
@@ -364,8 +360,8 @@ def test_baselines_compare_like_with_like_only(store, machine, make_result):
     store.add_result(later, make_result("op.add", samples=[8e-3] * 6))
 
     baselines = store.baselines(target, last=100)
-    key = series_key(make_result("op.add"))
-    assert set(baselines) == {key, series_key(make_result("op.new-case"))}
+    key = SeriesKey.of(make_result("op.add"))
+    assert set(baselines) == {key, SeriesKey.of(make_result("op.new-case"))}
     base = baselines[key]
     assert base.key == key and base.case_id == "op.add"
     assert base.run_ids == previous
@@ -375,7 +371,7 @@ def test_baselines_compare_like_with_like_only(store, machine, make_result):
     assert base.pooled().shape == (30,)
     assert base.unit == "s"
     assert base.times == sorted(base.times)
-    assert len(baselines[series_key(make_result("op.new-case"))]) == 0
+    assert len(baselines[SeriesKey.of(make_result("op.new-case"))]) == 0
 
     assert store.baselines(target, statuses=None)[key].run_ids == [*previous, killed, running]
     last_two = store.baselines(target, last=2)[key]

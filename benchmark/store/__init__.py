@@ -34,7 +34,6 @@ from benchmark.store.engine import (
     sqlite_path,
 )
 from benchmark.store.migrate import SchemaState, head_revision, schema_state, upgrade
-from benchmark.store.queries import series_key
 
 __all__ = [
     "SchemaOutdated",
@@ -44,7 +43,6 @@ __all__ = [
     "head_revision",
     "open_store",
     "schema_status",
-    "series_key",
     "upgrade_store",
 ]
 

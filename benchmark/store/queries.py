@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
-from benchmark.model import CaseResult, Series, SeriesKey
+from benchmark.model import Series
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -30,11 +30,6 @@ from benchmark.store.rows import STAT_COLUMNS, process_dict
 # Statuses of the runs baselines are taken from, unless a caller asks for others.
 BASELINE_RUN_STATUSES = ("complete",)
 WILDCARDS = frozenset("*?")
-
-
-def series_key(result: CaseResult | Mapping[str, Any]) -> SeriesKey:
-    """The key `Store.baselines` uses for a result (`benchmark.model.SeriesKey.of`)."""
-    return SeriesKey.of(result)
 
 
 def baseline_from_rows(rows: list[tuple]) -> Series:

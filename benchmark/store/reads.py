@@ -268,7 +268,7 @@ class StoreReads:
 
         Only results of the same case id, config hash, place and mode on the same machine fingerprint,
         from runs that started before this one and are recorded with one of `statuses` (default:
-        complete runs only; None: any run). Keys are `series_key(result)`; each `Series` carries its
+        complete runs only; None: any run). Keys are `SeriesKey.of(result)`; each `Series` carries its
         key and series id, and a series without history maps to an empty one. Four queries in all
         (the run's series, their baselines, the commits of those runs, the process values of those
         results), whatever the number of series.
