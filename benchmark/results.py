@@ -54,16 +54,20 @@ def summarize_processes(processes: list[dict[str, Any]]) -> tuple[list[float], d
 
     The pooled samples are the raw samples of all ok trials; the stats summarize them, except
     `median`, the run value: the median of the per-process values (rounds inside one process are
-    not independent evidence, processes are). `processes` is the number of ok trials and
-    `between_cv` their spread (`between_process_cv`).
+    not independent evidence, processes are), and, with 2 or more processes, `ci_low`/`ci_high`:
+    the interval of the level from the per-process values (`process_level_ci`), which includes
+    the spread between processes. `processes` is the number of ok trials and `between_cv` their
+    spread (`between_process_cv`).
     """
-    from benchmark.analysis.summary import summarize
+    from benchmark.analysis.summary import process_level_ci, summarize
 
     pooled = [x for p in processes if p.get("status") == "ok" for x in p.get("samples") or []]
     stats: dict[str, Any] = summarize(pooled)
     values = process_values(processes)
     if values:
         stats["median"] = float(statistics.median(values))
+    if len(values) >= 2:
+        stats["ci_low"], stats["ci_high"] = process_level_ci(values, stats.get("confidence", 0.95))
     stats["processes"] = len(values)
     stats["between_cv"] = between_process_cv(values)
     return pooled, stats

@@ -28,6 +28,19 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     return (float(x[j - 1]), float(x[n - j]))
 
 
+def process_level_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of a run's level from its per-process values (one value per worker
+    process): Student's t interval on their logs, so it includes the spread between processes,
+    which the rounds inside one process do not show. NaNs with fewer than 2 values."""
+    x = np.log(np.asarray(values, dtype=float))
+    n = x.size
+    if n < 2:
+        return (math.nan, math.nan)
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    mid = float(x.mean())
+    return (math.exp(mid - half), math.exp(mid + half))
+
+
 def bimodality_coefficient(samples: Sequence[float]) -> float:
     """Sarle's bimodality coefficient; above 5/9 (0.555) hints at two modes."""
     x = np.asarray(samples, dtype=float)

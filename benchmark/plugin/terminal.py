@@ -140,7 +140,7 @@ def write_summary(tr, bench: BenchSession) -> None:
     if shown:
         tr.section("benchmark summary (time per iteration)")
         tr.write_line(
-            f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of median':>22} "
+            f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of level':>22} "
             f"{'n':>5} {'P':>2} {'between':>7}  throughput"
         )
     for r in shown:

@@ -247,7 +247,7 @@ def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int
     x = np.arange(start, n)
     n_points = _draw_samples(ax, points, start)
     band = ax.fill_between(x, lo[start:], hi[start:], color=BAND_COLOR, alpha=0.45, lw=0,
-                           label="95% CI of the median", zorder=2)  # fmt: skip
+                           label="95% CI of the level", zorder=2)  # fmt: skip
     band.set_gid("ci-band")
     dense = n - start > DENSE_RUNS  # a zig-zag of hundreds of runs hides the levels: dots, faint line
     (line,) = ax.plot(x, med[start:], color=MEDIAN_COLOR, lw=0.6 if dense else 1.4, marker="o",
