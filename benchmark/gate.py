@@ -8,14 +8,14 @@ in docs/detection.md ("The judge").
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.gate_series import judge_result
 from benchmark.gates import Gates, GateSettings
-from benchmark.model import FAILING, CaseResult, Evidence, SeriesKey, Verdict
+from benchmark.model import FAILING, CaseResult, Evidence, Series, SeriesKey, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)
@@ -142,7 +142,7 @@ def evaluate(
     decisions = []
     for one in run_ids:
         decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses))
-    _control_fdr(decisions, gates.spec.defaults.alpha)
+    control_fdr(decisions, gates.spec.defaults.alpha)
     return decisions
 
 
@@ -162,17 +162,34 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
         if baseline is None
         else {}
     )
+    return decide_results(results, bases, gates, baseline, base_results, envs)
+
+
+def decide_results(
+    results: Iterable[CaseResult],
+    bases: Mapping[SeriesKey, Series],
+    gates: Gates,
+    baseline: int | None = None,
+    base_results: Mapping[SeriesKey, CaseResult] | None = None,
+    envs: Mapping[int, Mapping[str, Any]] | None = None,
+) -> list[Decision]:
+    """One Decision per result, without the store: each ok result judged against its series'
+    history in `bases` (`baseline` None) or against `base_results` (the results of run
+    `baseline`), `envs` holding each run's environment. Before Benjamini-Hochberg across cases
+    (`control_fdr`), which :func:`evaluate` applies over everything it judged; a replay of
+    recorded runs (scripts/history_gate_replay.py) calls both."""
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
         if result.status == "ok":
             key = SeriesKey.of(result)
-            judge_result(d, s, result, bases.get(key), baseline, base_results.get(key), envs)
+            b = (base_results or {}).get(key)
+            judge_result(d, s, result, bases.get(key), baseline, b, envs)
         decisions.append(d)
     return decisions
 
 
-def _control_fdr(decisions: list[Decision], alpha: float) -> None:
+def control_fdr(decisions: list[Decision], alpha: float) -> None:
     """Benjamini-Hochberg over every tested case: regressions and improvements must survive it."""
     tested = [d for d in decisions if math.isfinite(d.p_value)]
     if not tested:
