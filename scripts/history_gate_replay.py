@@ -1,0 +1,188 @@
+"""How soon the history gate catches a slowdown, replayed on recorded runs of unchanged code (issue 11).
+
+    python scripts/history_gate_replay.py --db URL [--slowdown 0.05] [--trials 200] [--seed 0]
+
+The history at URL holds N runs of the same code (e.g. the 20 runs `scripts/unchanged_gate.py`
+records). Under unchanged code the runs are exchangeable, so each trial draws a random order of
+them, takes the first N-2 as the series' history and judges the last two as the first and second
+run after a change: one case's results in those two runs (raw samples and per-process values) are
+multiplied by (1 + slowdown), as if its operator had slowed down without its config changing. The
+judge is the one `benchmark gate` uses (`benchmark.gate.decide_results`, then Benjamini-Hochberg
+across the run with `control_fdr`), with the settings of configs/gates.yaml (`--gates`). The
+slowed case goes round the recorded time series, one per trial.
+
+It prints, per case: the share of its trials whose gate failed on it at the first changed run and
+by the second (target: >= 90% by the second for a 5% slowdown), its between-run noise in the
+recording, its minimum effect; and over all trials how often any other case failed (false
+alarms). With `--slowdown 0` every failure is a false one. A benchmark on recorded data, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmark.gate import control_fdr, decide_results  # noqa: E402
+from benchmark.gate_series import ok_process_values, run_value  # noqa: E402
+from benchmark.gates import load_gates  # noqa: E402
+from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
+from benchmark.store import open_store  # noqa: E402
+
+
+def _scaled(result: CaseResult, factor: float) -> CaseResult:
+    """`result` with its raw samples and per-process entries `factor` times as slow."""
+
+    def one(p):
+        value = p["value"] if isinstance(p, dict) else p.value
+        fields = {
+            "value": None if value is None else value * factor,
+            "samples": [x * factor for x in (p["samples"] if isinstance(p, dict) else p.samples) or []],
+        }
+        return {**p, **fields} if isinstance(p, dict) else dataclasses.replace(p, **fields)
+
+    return dataclasses.replace(
+        result,
+        samples=[x * factor for x in result.samples or []],
+        processes=[one(p) for p in result.processes or []],
+    )
+
+
+def _series(key: SeriesKey, history: list[tuple[int, CaseResult]]) -> Series:
+    """The series' earlier runs as the store's `baselines` would give them (oldest first)."""
+    samples = [np.asarray(r.samples or [], dtype=float) for _, r in history]
+    procs = [np.asarray(ok_process_values(r.processes), dtype=float) for _, r in history]
+    values = [run_value(p, x) for p, x in zip(procs, samples, strict=True)]
+    return Series(
+        key=key,
+        values=np.asarray(values, dtype=float),
+        run_ids=[pos for pos, _ in history],
+        result_ids=[pos for pos, _ in history],
+        times=[float(pos) for pos, _ in history],
+        commits=[None] * len(history),
+        samples=samples,
+        process_values=procs,
+    )
+
+
+def load(db: str) -> list[dict[SeriesKey, CaseResult]]:
+    """The ok time results of every recorded run, oldest run first."""
+    url = db if "://" in db else f"sqlite:///{Path(db).resolve()}"
+    with open_store(url, create=False, readonly=True) as store:
+        run_ids = sorted(r.id if hasattr(r, "id") else r["id"] for r in store.runs(limit=None))
+        runs = []
+        for run_id in run_ids:
+            ok = [r for r in store.results(run_id) if r.status == "ok" and (r.metric or "time") == "time"]
+            runs.append({SeriesKey.of(r): r for r in ok})
+    return runs
+
+
+def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr: bool = True):
+    """Per slowed case: [failed at the first changed run, failed by the second]; the other cases'
+    failures; the number of judged runs."""
+    keys = sorted(set.intersection(*(set(r) for r in runs)))
+    rng = np.random.default_rng(seed)
+    caught = {k: [0, 0, 0] for k in keys}  # first, by second, trials
+    others: collections.Counter = collections.Counter()
+    for t in range(trials):
+        target = keys[t % len(keys)]
+        order = [runs[i] for i in rng.permutation(len(runs))]
+        # run positions 1..N stand in for run ids: what the judge reports, in time order
+        timeline: dict[SeriesKey, list[tuple[int, CaseResult]]] = {k: [] for k in keys}
+        for pos, run in enumerate(order[:-2], start=1):
+            for k in keys:
+                timeline[k].append((pos, dataclasses.replace(run[k], run_id=pos)))
+        hit = []
+        for pos, run in enumerate(order[-2:], start=len(order) - 1):
+            results = {
+                k: dataclasses.replace(_scaled(run[k], 1.0 + slowdown) if k == target else run[k], run_id=pos)
+                for k in keys
+            }
+            bases = {k: _series(k, timeline[k]) for k in keys}
+            decisions = decide_results(results.values(), bases, gates)
+            if fdr:
+                control_fdr(decisions, gates.spec.defaults.alpha)
+            failed = {(d.case_id, d.place, d.mode) for d in decisions if d.verdict in FAILING}
+            hit.append((target.case_id, target.place, target.mode) in failed)
+            for f in failed - {(target.case_id, target.place, target.mode)}:
+                others[f] += 1
+            for k in keys:
+                timeline[k].append((pos, results[k]))
+        caught[target][0] += hit[0]
+        caught[target][1] += hit[0] or hit[1]
+        caught[target][2] += 1
+    return caught, others
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--db",
+        required=True,
+        help="history of N >= 14 runs of unchanged code (SQLAlchemy URL, or a SQLite file's path)",
+    )
+    parser.add_argument(
+        "--slowdown", type=float, default=0.05, help="relative slowdown of the slowed case (0: none)"
+    )
+    parser.add_argument("--trials", type=int, default=200, help="trials in all, spread over the cases")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the run orders")
+    parser.add_argument(
+        "--no-fdr",
+        action="store_true",
+        help="leave out Benjamini-Hochberg across the run (the detector alone; not what the gate does)",
+    )
+    parser.add_argument("--gates", default=None, help="gate settings (default configs/gates.yaml)")
+    args = parser.parse_args(argv)
+    runs = load(args.db)
+    if len(runs) < 14:
+        parser.error(
+            f"{args.db} holds {len(runs)} runs; the history gate needs 12 earlier runs, so at least 14"
+        )
+    gates = load_gates(args.gates)
+    caught, others = replay(runs, gates, args.slowdown, args.trials, args.seed, fdr=not args.no_fdr)
+    print(
+        f"{len(runs)} recorded runs, {len(caught)} time series, slowdown {args.slowdown:+.1%}, {args.trials} trials"
+        + (", without Benjamini-Hochberg" if args.no_fdr else "")
+    )
+    print(
+        f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} {'1st run':>8} {'by 2nd':>7} {'trials':>6}"
+    )
+    shares = []
+    for k, (first, second, n) in caught.items():
+        if not n:
+            continue
+        values = [
+            run_value(np.asarray(ok_process_values(r[k].processes)), np.asarray(r[k].samples)) for r in runs
+        ]
+        logs = np.log(np.asarray(values, dtype=float))
+        noise = float(np.std(np.diff(logs), ddof=1) / np.sqrt(2))
+        min_effect = gates.for_case(k.case_id, runs[0][k].name, k.place, "time").min_effect
+        shares.append(second / n)
+        print(
+            f"{k.case_id:<50} {k.place:<5} {k.mode:<9} {noise:6.1%} {min_effect:7.0%} {first / n:8.0%} {second / n:7.0%} {n:6d}"
+        )
+    print(
+        f"cases caught by the 2nd run in >= 90% of their trials: {sum(s >= 0.9 for s in shares)} of {len(shares)}; "
+        f"median share {statistics.median(shares):.0%}"
+    )
+    judged = 2 * args.trials
+    print(
+        f"other cases failing: {sum(others.values())} failures in {judged} judged runs ({len(others)} distinct cases)"
+    )
+    for f, n in others.most_common(5):
+        print(f"  {f[0]} {f[1]} {f[2]}: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
