@@ -72,6 +72,7 @@ class Job:
     seed: int = 0
     run_ids: dict[str, int] = dataclasses.field(default_factory=dict)
     run_group: str | None = None
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: what was measured is kept
 
     def verdicts(self) -> list[str]:
         return [s.verdict for s in self.states]
@@ -79,7 +80,8 @@ class Job:
     def exit_code(self) -> int:
         from benchmark.analysis import sequential as seq
 
-        return seq.exit_code(self.verdicts())
+        code = seq.exit_code(self.verdicts())
+        return 2 if self.interrupted and code == 0 else code
 
 
 def start_worker(side: Side, output=None):
@@ -165,9 +167,8 @@ def run_job(
 ) -> Job:
     """Measure `cases` on both sides in alternating randomized steps until each is decided, the
     budget would be overrun or `max_pairs` is reached (see the module docstring). `min_effect(case)`
-    is the smallest relative difference that counts. Returns the job (not stored)."""
-    from benchmark.results import process_entry
-
+    is the smallest relative difference that counts. Returns the job (not stored); Ctrl-C (or
+    SIGTERM, which `compare` turns into it) ends it early with what was measured, `interrupted`."""
     if set(sides) != set(SIDES):
         raise ValueError(f"sides must be {SIDES}, got {sorted(sides)}")
     if not cases:
@@ -177,6 +178,30 @@ def run_job(
     states = [CaseState(case=c, min_effect=float(min_effect(c))) for c in cases]
     job = Job(sides=sides, states=states, budget_s=budget_s, alpha=alpha, seed=seed)
     start = time.monotonic()
+    try:
+        finished = _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, processes, progress,
+                          on_step, worker_output, allocator_control)  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by `compare`: keep what was measured
+        job.stopped = f"interrupted after {job.steps} step(s)"
+        job.interrupted = True
+        finished = []
+    for w in finished:
+        close_quietly(w)
+    for s in states:
+        if s.open:
+            _decide(s, alpha, measured(states), final=True)
+    job.elapsed_s = time.monotonic() - start
+    return job
+
+
+def _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, processes, progress, on_step,
+           worker_output, allocator_control) -> list:  # fmt: skip
+    """The steps of `run_job` until every case is decided or a limit is reached; returns the last
+    step's workers (to close). A step interrupted midway adds nothing: its workers are killed and
+    its pairs dropped, so both sides keep the same number of trials."""
+    from benchmark.results import process_entry
+
+    alpha = job.alpha
     order = 0
     step_times: list[float] = []
     finished: list = []  # the previous step's workers, closed while the next ones start
@@ -253,13 +278,7 @@ def run_job(
         progress(step_line(job))
         if on_step is not None:
             on_step(job)
-    for w in finished:
-        close_quietly(w)
-    for s in states:
-        if s.open:
-            _decide(s, alpha, measured(states), final=True)
-    job.elapsed_s = time.monotonic() - start
-    return job
+    return finished
 
 
 def step_line(job: Job) -> str:

@@ -149,7 +149,10 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
         )
         run_id = store.begin_run({**machine, "fingerprint": f"{fp}/compare-{label}"}, run_info)
         store.add_results(run_id, [side_result(s, label).to_dict() for s in job.states])
-        store.finish_run(run_id, "complete", note=run_info["note"])
+        if job.interrupted:  # kept, but never a baseline: the gate takes complete runs only
+            store.finish_run(run_id, "interrupted", note=f"{run_info['note']}; {job.stopped}")
+        else:
+            store.finish_run(run_id, "complete", note=run_info["note"])
         ids[label] = run_id
     job.run_ids, job.run_group = ids, group
     return ids

@@ -8,11 +8,13 @@ the Markdown, JSON and chart asked for. Expected failures raise `CompareError` (
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import json
 import math
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -158,7 +160,7 @@ def compare(req: Request) -> int:
             f"compare: {len(cases)} case(s), budget {req.budget_min:g} min, alpha {req.alpha:g} over all "
             f"cases and looks"
         )
-        with open(req.worker_log, "a", encoding="utf-8") as log:
+        with open(req.worker_log, "a", encoding="utf-8") as log, _sigterm_interrupts():
             job = jobs.run_job(
                 cases,
                 sides,
@@ -179,14 +181,36 @@ def compare(req: Request) -> int:
             f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); seed {job.seed}; "
             "B/A > 1: B is slower"
         )
+        if job.interrupted:
+            say(f"compare: {job.stopped}; storing and writing what was measured")
         if store is not None:
             ids = store_job(store, job, root=root)
-            print(f"stored as run group {job.run_group}: side A run {ids['A']}, side B run {ids['B']}")
+            what = "interrupted runs" if job.interrupted else "run group"
+            print(f"stored as {what} {job.run_group}: side A run {ids['A']}, side B run {ids['B']}")
     finally:
         if store is not None:
             store.close()
     _write_outputs(job, req)
     return job.exit_code()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """While the job runs, SIGTERM (a CI job's timeout, `kill`) stops it as Ctrl-C does, so the
+    pairs measured so far are stored and printed instead of lost."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_outputs(job: jobs.Job, req: Request) -> None:
