@@ -85,7 +85,7 @@ def load(db: str) -> list[dict[SeriesKey, CaseResult]]:
     return runs
 
 
-def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr: bool = True):
+def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr_alpha: float):
     """Per slowed case: [failed at the first changed run, failed by the second]; the other cases'
     failures; the number of judged runs."""
     keys = sorted(set.intersection(*(set(r) for r in runs)))
@@ -108,8 +108,7 @@ def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr: bool = Tru
             }
             bases = {k: _series(k, timeline[k]) for k in keys}
             decisions = decide_results(results.values(), bases, gates)
-            if fdr:
-                control_fdr(decisions, gates.spec.defaults.alpha)
+            control_fdr(decisions, fdr_alpha)
             failed = {(d.case_id, d.place, d.mode) for d in decisions if d.verdict in FAILING}
             hit.append((target.case_id, target.place, target.mode) in failed)
             for f in failed - {(target.case_id, target.place, target.mode)}:
@@ -137,9 +136,11 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=int, default=200, help="trials in all, spread over the cases")
     parser.add_argument("--seed", type=int, default=0, help="seed of the run orders")
     parser.add_argument(
-        "--no-fdr",
-        action="store_true",
-        help="leave out Benjamini-Hochberg across the run (the detector alone; not what the gate does)",
+        "--fdr-alpha",
+        type=float,
+        default=None,
+        help="level of Benjamini-Hochberg across the run (default: the gate's alpha, as `benchmark gate`; "
+        "1: the detector alone)",
     )
     parser.add_argument("--gates", default=None, help="gate settings (default configs/gates.yaml)")
     args = parser.parse_args(argv)
@@ -149,10 +150,11 @@ def main(argv=None) -> int:
             f"{args.db} holds {len(runs)} runs; the history gate needs 12 earlier runs, so at least 14"
         )
     gates = load_gates(args.gates)
-    caught, others = replay(runs, gates, args.slowdown, args.trials, args.seed, fdr=not args.no_fdr)
+    fdr_alpha = gates.spec.defaults.alpha if args.fdr_alpha is None else args.fdr_alpha
+    caught, others = replay(runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha)
     print(
         f"{len(runs)} recorded runs, {len(caught)} time series, slowdown {args.slowdown:+.1%}, {args.trials} trials"
-        + (", without Benjamini-Hochberg" if args.no_fdr else "")
+        + f", Benjamini-Hochberg at {fdr_alpha:g}"
     )
     print(
         f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} {'1st run':>8} {'by 2nd':>7} {'trials':>6}"
