@@ -214,18 +214,18 @@ def incomplete_runs(store, run_ids: Iterable[int]) -> list[str]:
         run = store.run(run_id)
         if run is None:
             raise GateInputError(f"there is no run {run_id} in {store.display_url}")
-        if run["status"] == "complete" and not run.get("missing"):
+        if run.status == "complete" and not run.missing:
             continue
-        line = f"run {run_id} is {run['status']}"
-        if run.get("note"):
-            line += f" ({run['note']})"
+        line = f"run {run_id} is {run.status}"
+        if run.note:
+            line += f" ({run.note})"
         missing = store.missing_cases(run)
         if missing:
             names = ", ".join(f"{c} [{p} {m}]" for c, p, m in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             line += f": {len(missing)} case(s) without a result: {names}{more}"
-        elif run.get("missing"):
-            line += f": {run['missing']} of {run['expected_results']} results missing"
+        elif run.missing:
+            line += f": {run.missing} of {run.expected_results} results missing"
         lines.append(line)
     return lines
 

@@ -96,7 +96,7 @@ def finish(name: str, url: str, proc: subprocess.Popen, before: set[int], run_id
         "before": len(before),
         "after": len(after),
         "lost": len(before - after),
-        "status": f"{run['status']} ({run.get('note') or ''})" if run else "-",
+        "status": f"{run.status} ({run.note or ''})" if run else "-",
         "gate": code,
         "gate_says": text.splitlines()[-1][:150] if text else "",
         "suite": proc.returncode,
@@ -156,7 +156,7 @@ def disk_full(tmp: Path) -> dict | None:
         row["after"], row["lost"] = len(after), len(before - after)
         with open_store(url, create=False, readonly=True) as store:
             run = store.run(run_id)
-        row["status"] = f"{run['status']} ({run.get('note') or ''})"
+        row["status"] = f"{run.status} ({run.note or ''})" if run else "-"
         row["gate"], text = gate(url)
         row["gate_says"] = text.splitlines()[-1][:150]
         return row

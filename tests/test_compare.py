@@ -216,10 +216,10 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
 
     store = open_store(f"sqlite:///{db}", create=False, readonly=True)
     runs = [store.run(doc["run_ids"][s]) for s in ("A", "B")]
-    assert runs[0]["run_group"] == runs[1]["run_group"] == doc["run_group"]
+    assert runs[0].run_group == runs[1].run_group == doc["run_group"]
     assert doc["run_group"].startswith("compare-")
-    assert "compare side A" in runs[0]["note"] and str(python_b) in runs[1]["note"]
-    assert "paddle" in runs[1]["note"]
+    assert "compare side A" in runs[0].note and str(python_b) in runs[1].note
+    assert "paddle" in runs[1].note
     results = store.results(doc["run_ids"]["B"])
     assert {r.case_id for r in results} == {"cmp_abs", "cmp_exp"}
     for r in results:

@@ -85,9 +85,9 @@ def test_an_upgrade_keeps_the_series_and_is_an_event(sqlite_url, make_result):
             store.finish_run(run_id)
             runs.append(run_id)
         history = store.history("op.add")
-        assert len({r["series_id"] for r in history}) == 1 and len(history) == 4
-        assert len({r["machine"] for r in history}) == 1
-        envs = [run_environment(store.run(r)) for r in runs]
+        assert len({r.series_id for r in history}) == 1 and len(history) == 4
+        assert len({r.machine for r in history}) == 1
+        envs = [run_environment(store.run(r).extra) for r in runs]
         assert store.run_environments([*runs, 10**6]) == dict(zip(runs, envs, strict=True))  # one query
         (base,) = store.baselines(runs[-1]).values()
         assert base.run_ids == runs[:-1]  # the upgraded runs are judged against the old ones
@@ -165,9 +165,9 @@ def test_an_old_history_merges_machines_that_differ_only_by_volatile_fields(sqli
     upgrade_store(sqlite_url)
     with open_store(sqlite_url) as store:
         history = store.history("op.add")
-        assert len(history) == 6 and len({r["series_id"] for r in history}) == 1
-        assert {r["machine"] for r in history} == {fingerprint(GPU_BOX)}
-        envs = [run_environment(store.run(r["run_id"])) for r in history]
+        assert len(history) == 6 and len({r.series_id for r in history}) == 1
+        assert {r.machine for r in history} == {fingerprint(GPU_BOX)}
+        envs = [run_environment(store.run(r.run_id).extra) for r in history]
         assert environment_events(envs) == {
             3: "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, "
             "Python 3.11.4 -> 3.11.7"

@@ -44,7 +44,7 @@ def history(tmp_path_factory):
     assert "PASSED benchmark/test_cases.py::test_gate[g_abs-cpu-dynamic]" in proc.stdout, proc.stdout[-2000:]
     with open_store(url) as store:
         first = store.run(1)
-        machine = {**first["machine_info"], "fingerprint": first["machine"]}  # the same series
+        machine = {**first.machine_info, "fingerprint": first.machine}  # the same series
         recorded = [dataclasses.replace(r, result_id=None, run_id=None) for r in store.results(1)]
         assert all(len(r.processes) >= 2 for r in recorded), "measured in worker processes"
         for _ in range(11):

@@ -235,7 +235,7 @@ def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_r
         real_run = store.latest_run_id()
         real = [r.to_dict() for r in store.results(real_run) if r.status == "ok"]
         first = store.run(real_run)
-        machine = {**first["machine_info"], "fingerprint": first["machine"]}  # the same series
+        machine = {**first.machine_info, "fingerprint": first.machine}  # the same series
 
         def replay(factor: float) -> int:
             run_id = store.begin_run(machine, {"trigger": "local"})

@@ -120,12 +120,12 @@ def test_an_old_history_is_refused_with_the_command_to_run_then_upgrades_keeping
 
     with open_store(db_url) as store:
         history = store.history("op.add")
-        assert [r["median"] for r in history] == [1e-3, 2e-3]
+        assert [r.median for r in history] == [1e-3, 2e-3]
         (old_result,) = store.results(run_ids[0])
         assert old_result.samples == [1e-3] * 3
         assert old_result.accuracy is None and old_result.telemetry is None
         assert old_result.processes == []  # measured before worker processes (revision 0006)
-        assert store.history("op.add", with_samples=True)[0]["processes"] == []
+        assert store.history("op.add", with_samples=True)[0].processes == ()
         run_id = store.begin_run({"fingerprint": "old-machine"}, {"started_at": "2024-05-10T00:00:00+00:00"})
         store.add_result(
             run_id, make_result("op.add", config_hash="h1", telemetry={"x": 1}, accuracy={"ok": True})

@@ -321,7 +321,7 @@ def test_one_builder_gives_every_job_its_series_key(store, tmp_path):
     series = load_series(store)
     run_id = store.latest_run_id()
     results = store.results(run_id)
-    machine = store.run(run_id)["machine"]
+    machine = store.run(run_id).machine
     timeline = {"timeline": [{"t": 0.0, "gpu_util": 5}, {"t": 0.1, "gpu_util": 9}]}
     with_timeline = dataclasses.replace(results[0], telemetry=timeline)
     todo = jobs.build(

@@ -90,7 +90,7 @@ def test_another_plugin_adds_run_metadata_that_is_stored_with_the_run(tmp_path):
     assert json.loads(summary.read_text())["run"]["metadata"] == expected
     with open_store(url) as store:
         (run,) = store.runs()
-        assert store.run(run["id"])["extra"]["metadata"] == expected
+        assert store.run(run.id).extra["metadata"] == expected
 
 
 def test_metadata_that_is_not_json_stops_the_session_with_one_line(tmp_path):

@@ -327,7 +327,7 @@ def test_the_event_probe_runs_eagerly_inside_a_static_case(fresh_probe):
 
 
 def test_a_shape_goes_from_yaml_to_the_stored_result_through_typed_fields(tmp_path, sqlite_url, machine):
-    from benchmark.model import CaseResult
+    from benchmark.model import CaseResult, SeriesKey
     from benchmark.store import open_store
 
     cases = cases_from(
@@ -345,5 +345,11 @@ def test_a_shape_goes_from_yaml_to_the_stored_result_through_typed_fields(tmp_pa
         run_id = store.begin_run(machine, {"started_at": time.time(), "trigger": "test"})
         store.add_result(run_id, result)
         (stored,) = store.results(run_id)
+        (point,) = store.history(case.case_id)
     assert stored.config_hash == case.config_hash
     assert Spec.model_validate(stored.config).inputs["x"].shape == (3, 4)
+    # The series' history names the same case, config (hence shape) and series by typed fields.
+    assert (
+        point.key == SeriesKey.of(stored) == SeriesKey(case.case_id, case.config_hash, case.place, case.mode)
+    )
+    assert (point.run_id, point.result_id, point.rounds) == (run_id, stored.result_id, 3)

@@ -121,8 +121,8 @@ def test_per_process_trials_round_trip_in_trial_order(store, machine):
     assert stored.stats["processes"] == 2
     assert stored.stats["between_cv"] == pytest.approx(original.stats["between_cv"])
     (row,) = store.history("resnet50", with_samples=True)
-    assert row["processes"] == original.processes
-    assert "processes" not in store.history("resnet50")[0]  # summary rows stay light
+    assert [p.to_dict() for p in row.processes] == original.processes
+    assert store.history("resnet50")[0].processes is None  # summary rows stay light
     later = new_run(store, machine, offset=10)
     store.add_result(later, full_result())
     (base,) = store.baselines(later, statuses=None).values()
@@ -210,17 +210,17 @@ def test_runs_lists_newest_first_with_places_counts_and_status(store, machine, m
     second = new_run(store, machine)
 
     runs = store.runs()
-    assert [r["id"] for r in runs] == [second, first]
+    assert [r.id for r in runs] == [second, first]
     assert store.latest_run_id() == second
     old = runs[1]
-    assert old["places"] == ["cpu", "gpu:0"]
-    assert old["results"] == 3
-    assert old["results_by_status"] == {"ok": 2, "failed": 1}
-    assert old["status"] == "complete"
-    assert (old["git_commit"], old["git_branch"], old["git_dirty"]) == ("a" * 40, "develop", True)
-    assert old["machine"] == "machine-a"
-    assert runs[0]["status"] == "running"  # this process is alive
-    assert store.runs(limit=1)[0]["id"] == second
+    assert old.places == ("cpu", "gpu:0")
+    assert old.results == 3
+    assert old.results_by_status == {"ok": 2, "failed": 1}
+    assert old.status == "complete"
+    assert (old.git_commit, old.git_branch, old.git_dirty) == ("a" * 40, "develop", True)
+    assert old.machine == "machine-a"
+    assert runs[0].status == "running"  # this process is alive
+    assert store.runs(limit=1)[0].id == second
 
 
 def test_a_running_run_whose_process_is_gone_reads_as_interrupted(store, machine):
@@ -230,16 +230,16 @@ def test_a_running_run_whose_process_is_gone_reads_as_interrupted(store, machine
     dead_pid = int(proc.stdout)
     run_id = new_run(store, machine, pid=dead_pid)
     (run,) = store.runs()
-    assert (run["id"], run["status"], run["recorded_status"]) == (run_id, "interrupted", "running")
-    assert store.run(run_id)["status"] == "interrupted"
+    assert (run.id, run.status, run.recorded_status) == (run_id, "interrupted", "running")
+    assert store.run(run_id).status == "interrupted"
 
 
 def test_a_run_on_another_host_is_interrupted_only_when_its_heartbeat_is_stale(store, machine):
     run_id = new_run(store, machine, hostname="elsewhere", pid=1)
-    assert store.run(run_id)["status"] == "running"
+    assert store.run(run_id).status == "running"
     store.stale_after_s = 0.0
     time.sleep(0.01)
-    assert store.run(run_id)["status"] == "interrupted"
+    assert store.run(run_id).status == "interrupted"
 
 
 def test_finish_run_checks_its_arguments(store, machine):
@@ -249,8 +249,8 @@ def test_finish_run_checks_its_arguments(store, machine):
     with pytest.raises(StoreError, match="no run 12345"):
         store.finish_run(12345)
     store.finish_run(run_id, "failed")
-    assert store.run(run_id)["status"] == "failed"
-    assert store.run(run_id)["finished_at"] is not None
+    assert store.run(run_id).status == "failed"
+    assert store.run(run_id).finished_at is not None
     assert store.run(4242) is None
 
 
@@ -268,13 +268,13 @@ def test_run_keeps_framework_environment_and_machine(store, machine):
     )
     run_id = store.begin_run(machine, run)
     stored = store.run(run_id)
-    assert stored["paddle_version"] == "3.0.0"
-    assert stored["cudnn_version"] == "9"
-    assert stored["env"] == {"OMP_NUM_THREADS": "4", "FLAGS_use_cinn": "1"}
-    assert stored["tags"] == ["pr"]
+    assert stored.paddle_version == "3.0.0"
+    assert stored.cudnn_version == "9"
+    assert stored.env == {"OMP_NUM_THREADS": "4", "FLAGS_use_cinn": "1"}
+    assert stored.tags == ("pr",)
     # machine_env: the volatile machine fields recorded with each run (revision 0005)
-    assert {k: v for k, v in stored["extra"].items() if k != "machine_env"} == {"cpu_governor": "performance"}
-    assert stored["machine_info"]["cpu_model"] == "Test CPU"
+    assert {k: v for k, v in stored.extra.items() if k != "machine_env"} == {"cpu_governor": "performance"}
+    assert stored.machine_info["cpu_model"] == "Test CPU"
 
 
 # ------------------------------------------------------------------------------------------- history
@@ -297,9 +297,9 @@ def populate_history(store, machine, make_result, runs=4):
 
 def test_history_matches_substrings_and_globs_with_literal_brackets(store, machine, make_result):
     populate_history(store, machine, make_result)
-    assert {r["case_id"] for r in store.history("matmul[float32")} == {"op.matmul[float32,64x64]"}
-    assert {r["case_id"] for r in store.history("op.*")} == {"op.matmul[float32,64x64]", "op.add[float32]"}
-    assert {r["case_id"] for r in store.history("op.add[float3?]")} == {"op.add[float32]"}
+    assert {r.case_id for r in store.history("matmul[float32")} == {"op.matmul[float32,64x64]"}
+    assert {r.case_id for r in store.history("op.*")} == {"op.matmul[float32,64x64]", "op.add[float32]"}
+    assert {r.case_id for r in store.history("op.add[float3?]")} == {"op.add[float32]"}
     assert store.history("op.a") and not store.history("op.a*x")
     assert store.history("nothing-like-this") == []
 
@@ -307,15 +307,15 @@ def test_history_matches_substrings_and_globs_with_literal_brackets(store, machi
 def test_history_is_oldest_first_per_series_and_filters_place_and_last(store, machine, make_result):
     run_ids = populate_history(store, machine, make_result)
     rows = store.history("matmul", place="cpu")
-    assert [r["run_id"] for r in rows] == run_ids
-    assert [r["median"] for r in rows] == pytest.approx([1e-3, 1.1e-3, 1.2e-3, 1.3e-3])
-    assert rows[-1]["git_commit"] == f"{3:040d}"
-    assert {r["place"] for r in store.history("matmul", place="gpu")} == {"gpu:0"}
+    assert [r.run_id for r in rows] == run_ids
+    assert [r.median for r in rows] == pytest.approx([1e-3, 1.1e-3, 1.2e-3, 1.3e-3])
+    assert rows[-1].git_commit == f"{3:040d}"
+    assert {r.place for r in store.history("matmul", place="gpu")} == {"gpu:0"}
     last = store.history("op.", last=2)
     assert len(last) == 3 * 2
-    assert {r["run_id"] for r in last} == set(run_ids[-2:])
+    assert {r.run_id for r in last} == set(run_ids[-2:])
     with_samples = store.history("op.add", last=1, with_samples=True)
-    np.testing.assert_allclose(with_samples[0]["samples"], [1.3 * 2e-3] * 6)
+    np.testing.assert_allclose(with_samples[0].samples, [1.3 * 2e-3] * 6)
 
 
 def test_a_changed_config_is_a_new_series(store, machine, make_result):
@@ -324,7 +324,7 @@ def test_a_changed_config_is_a_new_series(store, machine, make_result):
     new = new_run(store, machine, offset=-1)
     store.add_result(new, make_result("op.add[float32]", config_hash="cfg2", config={"changed": True}))
     rows = store.history("op.add")
-    assert sorted((r["config_hash"], r["run_id"]) for r in rows) == [("cfg1", old), ("cfg2", new)]
+    assert sorted((r.config_hash, r.run_id) for r in rows) == [("cfg1", old), ("cfg2", new)]
     (baseline,) = store.baselines(new).values()
     assert len(baseline) == 0
 

@@ -191,11 +191,11 @@ def test_sigkill_mid_suite_keeps_every_committed_result_and_shows_interrupted(db
 
     with open_store(db_url) as store:
         results = store.results(run_id)
-        (run,) = [r for r in store.runs() if r["id"] == run_id]
+        (run,) = [r for r in store.runs() if r.id == run_id]
     assert len(results) >= stored  # every result it reported as stored (and maybe one more)
     assert [r.case_id for r in results[:stored]] == [f"crash.case{i}" for i in range(stored)]
-    assert run["status"] == "interrupted"
-    assert run["recorded_status"] == "running"
+    assert run.status == "interrupted"
+    assert run.recorded_status == "running"
 
 
 @pytest.mark.slow
@@ -215,8 +215,8 @@ def test_two_processes_writing_at_once_both_store_everything(db_url, tmp_path):
             results = store.results(run_id)
             assert len(results) == count
             assert {r.case_id for r in results} == {f"same.case{i}" for i in range(count)}
-        assert all(r["status"] == "complete" for r in store.runs())
+        assert all(r.status == "complete" for r in store.runs())
         # Both processes wrote the same cases: each case is one series with two results, not two series.
         rows = store.history("*.case1")
         assert len(rows) == 2
-        assert len({r["series_id"] for r in rows}) == 1
+        assert len({r.series_id for r in rows}) == 1

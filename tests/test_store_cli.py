@@ -172,10 +172,10 @@ def test_export_json_and_import_round_trip(history, tmp_path, sqlite_url, capsys
     with open_store(url) as source, open_store(target) as copy:
         original = [r for r in source.results(run_ids[-1]) if r.status == "ok"]
         (run,) = copy.runs()
-        imported = copy.results(run["id"])
-        assert run["machine"] == "machine-a"
-        assert run["git_commit"] == "2" * 40
-        assert run["status"] == "complete"
+        imported = copy.results(run.id)
+        assert run.machine == "machine-a"
+        assert run.git_commit == "2" * 40
+        assert run.status == "complete"
     strip = ("result_id", "run_id", "started_at", "finished_at")
     assert [{k: v for k, v in r.to_dict().items() if k not in strip} for r in imported] == [
         {k: v for k, v in r.to_dict().items() if k not in strip} for r in original
@@ -215,8 +215,8 @@ def test_import_a_real_pytest_benchmark_file(db_url, tmp_path, capsys):
     assert "3 results" in capsys.readouterr().out
     with open_store(db_url) as store:
         (run,) = store.runs()
-        results = {r.case_id: r for r in store.results(run["id"])}
-    assert run["trigger"] == "import" and run["status"] == "complete"
+        results = {r.case_id: r for r in store.results(run.id)}
+    assert run.trigger == "import" and run.status == "complete"
     for bench in produced["benchmarks"]:
         stored = results[bench["fullname"]]
         assert stored.kind == "imported"

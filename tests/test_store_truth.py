@@ -44,13 +44,13 @@ def test_complete_is_checked_against_the_expected_results(db_url, machine, make_
         store.add_result(run_id, make_result("op.a"))
         assert store.finish_run(run_id, "complete") == "incomplete"
         run = store.run(run_id)
-        assert run["status"] == "incomplete" and run["missing"] == 2
-        assert "2 of 3 results missing" in run["note"]
+        assert run.status == "incomplete" and run.missing == 2
+        assert "2 of 3 results missing" in run.note
         assert store.missing_cases(run) == [("op.b", "cpu", "dynamic"), ("op.c", "cpu", "dynamic")]
         done = begin(store, machine, 1, **expected("op.a"))
         store.add_result(done, make_result("op.a"))
         assert store.finish_run(done) == "complete"
-        assert [r["status"] for r in store.runs()] == ["complete", "incomplete"]
+        assert [r.status for r in store.runs()] == ["complete", "incomplete"]
 
 
 def test_a_dead_run_is_interrupted_when_its_lease_expires_without_anyone_touching_it(db_url, machine):
@@ -59,7 +59,7 @@ def test_a_dead_run_is_interrupted_when_its_lease_expires_without_anyone_touchin
         dead = begin(store, machine, 1, heartbeat_s=0.2)
         store.start_heartbeat(alive, 0.2)  # the writer beats; the other one went silent
         time.sleep(1.5)
-        status = {r["id"]: r["status"] for r in store.runs()}
+        status = {r.id: r.status for r in store.runs()}
         store.stop_heartbeat(alive)
     assert status == {alive: "running", dead: "interrupted"}
 
@@ -216,7 +216,7 @@ def test_an_import_is_atomic_and_a_failed_one_does_not_block_the_next(db_url, tm
     assert "run 1, 1 results" in out.replace("run 2", "run 1") and "already imported" in out
     with open_store(db_url, create=False, readonly=True) as store:
         (run,) = store.runs()
-        assert run["status"] == "complete" and run["results"] == 1 and run["expected_results"] == 1
+        assert run.status == "complete" and run.results == 1 and run.expected_results == 1
 
 
 def test_export_takes_a_run_group(db_url, machine, make_result, tmp_path, capsys):

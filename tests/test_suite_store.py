@@ -73,10 +73,10 @@ def test_sigkill_mid_suite_keeps_every_finished_case(tmp_path):
     proc.communicate(timeout=60)
     with open_store(url, readonly=True) as store:
         results = store.results(run_id)
-        (run,) = [r for r in store.runs() if r["id"] == run_id]
+        (run,) = [r for r in store.runs() if r.id == run_id]
     assert len(results) >= len(stored) and len(results) < 6
     assert all(r.status == "ok" and len(r.samples) >= 5 for r in results)
-    assert run["status"] == "interrupted"
+    assert run.status == "interrupted"
 
 
 def test_two_suites_write_one_sqlite_file_at_once(tmp_path):
@@ -87,9 +87,9 @@ def test_two_suites_write_one_sqlite_file_at_once(tmp_path):
         assert p.returncode == 0, out[-3000:]
     with open_store(url, readonly=True) as store:
         runs = store.runs()
-        assert len(runs) == 2 and all(r["status"] == "complete" for r in runs)
+        assert len(runs) == 2 and all(r.status == "complete" for r in runs)
         for r in runs:
-            assert len(store.results(r["id"])) == 6
+            assert len(store.results(r.id)) == 6
 
 
 @pytest.mark.parametrize("kind", ["corrupt", "readonly", "unreachable", "invalid"])
@@ -132,4 +132,4 @@ def test_an_unwritable_json_path_is_one_line_before_anything_is_measured(tmp_pat
     assert "--bench-json" in out and "Traceback" not in out
     with open_store(url, readonly=True) as store:
         (run,) = store.runs()
-    assert run["status"] == "complete" and run["results"] == 6, "the first run's history is intact"
+    assert run.status == "complete" and run.results == 6, "the first run's history is intact"

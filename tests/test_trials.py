@@ -302,8 +302,8 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
 
     with open_store(db) as store:
         run = store.run(store.latest_run_id())
-        stored = {r.case_id: r for r in store.results(run["id"])}
-    assert run["status"] == "complete"
+        stored = {r.case_id: r for r in store.results(run.id)}
+    assert run.status == "complete"
     assert set(stored) == {"k_first", "k_slow", "k_last"}
     assert stored["k_slow"].status == "error" and stored["k_slow"].processes[0]["status"] == "error"
     assert [p["pid"] for p in stored["k_first"].processes] == [

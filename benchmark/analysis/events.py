@@ -54,8 +54,8 @@ def environment_events(envs: Sequence[Mapping[str, Any] | None]) -> dict[int, st
     return out
 
 
-def run_environment(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The recorded volatile environment of a stored run (`Store.run` / `Store.runs` rows)."""
-    extra = run.get("extra") or {}
+def run_environment(extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The recorded volatile environment of a stored run from its `extra` (`RunRecord.extra`);
+    {} for a run recorded without one."""
     env = extra.get("machine_env") if isinstance(extra, Mapping) else None
     return dict(env) if isinstance(env, Mapping) else {}

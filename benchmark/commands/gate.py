@@ -71,7 +71,7 @@ def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]
     if group is None:
         run_id = resolve_run(store, run)
         info = store.run(run_id) if run == "latest" else None
-        group = info.get("run_group") if info else None
+        group = info.run_group if info else None
         if group is None:
             return [run_id], f"run {run_id}"
     run_ids = store.group_runs(group)
@@ -103,7 +103,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         statuses = None if args.baseline_any_run else BASELINE_RUN_STATUSES
         judgement = judge(store, run_ids, gates, baseline, baseline_statuses=statuses)
         decisions = judgement.decisions
-        notes = [f"run {r}: {n}" for r in run_ids if (n := (store.run(r) or {}).get("note"))]
+        notes = [f"run {r}: {run.note}" for r in run_ids if (run := store.run(r)) and run.note]
     ok = judgement.passed
     if args.json:
         doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}

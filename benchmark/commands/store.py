@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchmark.commands._common import (
     CommandError,
@@ -27,6 +27,9 @@ from benchmark.commands._common import (
     resolve_runs,
 )
 from benchmark.units import format_value
+
+if TYPE_CHECKING:
+    from benchmark.records import HistoryPoint
 
 
 def register(subparsers) -> None:
@@ -64,16 +67,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (
-            r["id"],
-            format_timestamp(r["started_at"]),
-            format_duration(r["started_at"], r["finished_at"]),
-            format_commit(r["git_commit"], r["git_dirty"]),
-            r["git_branch"],
-            r["machine"][:12],
-            ",".join(r["places"]) or "-",
-            f"{r['results_by_status'].get('ok', 0)}/{r['results']}",
-            r["status"],
-            r["trigger"],
+            r.id,
+            format_timestamp(r.started_at),
+            format_duration(r.started_at, r.finished_at),
+            format_commit(r.git_commit, r.git_dirty),
+            r.git_branch,
+            r.machine[:12],
+            ",".join(r.places) or "-",
+            f"{r.results_by_status.get('ok', 0)}/{r.results}",
+            r.status,
+            r.trigger,
         )
         for r in runs
     ]
@@ -122,22 +125,22 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _history_row(row: dict[str, Any]) -> tuple:
-    median, iqr = row["median"], row["iqr"]
+def _history_row(point: HistoryPoint) -> tuple:
+    median, iqr = point.median, point.stats.iqr
     spread = "-"
     if median and iqr is not None:
-        spread = f"{format_value(iqr, row['unit'])} ({iqr / median:.1%})"
-    status = row["status"] if row["status"] == "ok" else f"{row['status']}: {(row['message'] or '')[:60]}"
+        spread = f"{format_value(iqr, point.unit)} ({iqr / median:.1%})"
+    status = point.status if point.status == "ok" else f"{point.status}: {(point.message or '')[:60]}"
     return (
-        row["run_id"],
-        format_timestamp(row["started_at"]),
-        format_commit(row["git_commit"]),
-        row["case_id"],
-        row["place"],
-        row["mode"],
-        format_value(median, row["unit"]),
+        point.run_id,
+        format_timestamp(point.started_at),
+        format_commit(point.git_commit),
+        point.case_id,
+        point.place,
+        point.mode,
+        format_value(median, point.unit),
         spread,
-        row["rounds"],
+        point.rounds,
         status,
     )
 

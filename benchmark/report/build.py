@@ -64,7 +64,7 @@ def plot_history(
             for r in compare_run(store, run_id, baseline, min_effect=min_effect)
             if matches(r.case_id, r.place, patterns, place)
         ]
-        machine = (store.run(run_id) or {}).get("machine") or ""
+        machine = run.machine if (run := store.run(run_id)) else ""
         timelines = [
             (jobs.result_key(r, machine), r)
             for r in store.results(run_id)

@@ -23,7 +23,8 @@ from benchmark.analysis.history import Alert, simulate_online
 from benchmark.analysis.segmentation import ChangePoint, segment
 from benchmark.gate import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
-from benchmark.model import FAILING, Evidence, Series, SeriesKey, Verdict
+from benchmark.model import FAILING, Evidence, Series, Verdict
+from benchmark.records import HistoryPoint
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
@@ -110,7 +111,7 @@ class Row:
         return f"{self.case_id} [{self.place}, {self.mode}{metric}]"
 
 
-def _finite(values: Sequence[float] | None) -> np.ndarray:
+def _finite(values: Sequence[float] | np.ndarray | None) -> np.ndarray:
     x = np.asarray(values if values is not None else [], dtype=float).ravel()
     return x[np.isfinite(x)]
 
@@ -182,7 +183,7 @@ def compare_run(
     for d in decisions:
         rid = d.baseline_run_id
         if rid is not None and rid not in commits:
-            commits[rid] = (store.run(rid) or {}).get("git_commit")
+            commits[rid] = run.git_commit if (run := store.run(rid)) else None
     return [_row(d, commits) for d in decisions]
 
 
@@ -262,61 +263,49 @@ def _ts(value: Any) -> float:
     return value.timestamp() if hasattr(value, "timestamp") else float(value)
 
 
-def _series_from_rows(rows: list[Mapping[str, Any]]) -> Series:
-    first = rows[0]
-    ok = [r for r in rows if r["status"] == "ok" and r["median"] is not None]
+def _series_from_rows(points: list[HistoryPoint]) -> Series:
+    first = points[0]
+    ok = [p for p in points if p.status == "ok" and p.median is not None]
     s = Series(
-        key=SeriesKey.of(first),
-        name=first.get("name") or first["case_id"],
-        machine=first.get("machine") or "",
-        series_id=first.get("series_id") or 0,
-        unit=(ok[-1]["unit"] if ok else first.get("unit")) or "s",
-        run_ids=[r["run_id"] for r in ok],
-        result_ids=[r["result_id"] for r in ok],
-        times=[_ts(r["started_at"]) for r in ok],
-        commits=[r.get("git_commit") for r in ok],
-        values=np.array([r["median"] for r in ok], dtype=float),
-        ci_low=np.array([np.nan if r.get("ci_low") is None else r["ci_low"] for r in ok], dtype=float),
-        ci_high=np.array([np.nan if r.get("ci_high") is None else r["ci_high"] for r in ok], dtype=float),
-        rounds=[int(r.get("rounds") or 0) for r in ok],
-        throughput=np.array(
-            [np.nan if r.get("throughput") is None else r["throughput"] for r in ok], dtype=float
-        ),
-        throughput_unit=next(
-            (r.get("throughput_unit") for r in reversed(ok) if r.get("throughput_unit")), None
-        ),
+        key=first.key,
+        name=first.name or first.case_id,
+        machine=first.machine or "",
+        series_id=first.series_id or 0,
+        unit=(ok[-1].unit if ok else first.unit) or "s",
+        run_ids=[p.run_id for p in ok],
+        result_ids=[p.result_id for p in ok],
+        times=[_ts(p.started_at) for p in ok],
+        commits=[p.git_commit for p in ok],
+        values=np.array([p.median for p in ok], dtype=float),
+        ci_low=np.array([np.nan if p.stats.ci_low is None else p.stats.ci_low for p in ok], dtype=float),
+        ci_high=np.array([np.nan if p.stats.ci_high is None else p.stats.ci_high for p in ok], dtype=float),
+        rounds=[int(p.rounds or 0) for p in ok],
+        throughput=np.array([np.nan if p.throughput is None else p.throughput for p in ok], dtype=float),
+        throughput_unit=next((p.throughput_unit for p in reversed(ok) if p.throughput_unit), None),
     )
-    if ok and "samples" in ok[0]:
-        s.samples = [_finite(r["samples"]) for r in ok]
+    if ok and ok[0].samples is not None:
+        s.samples = [_finite(p.samples) for p in ok]
     # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
-    s.events = environment_events([r.get("machine_env") for r in ok])
+    s.events = environment_events([p.machine_env for p in ok])
     s.others = [
         {
-            "run_id": r["run_id"],
-            "time": _ts(r["started_at"]),
-            "commit": r.get("git_commit"),
-            "status": r["status"],
-            "message": r.get("message"),
+            "run_id": p.run_id,
+            "time": _ts(p.started_at),
+            "commit": p.git_commit,
+            "status": p.status,
+            "message": p.message,
         }
-        for r in rows
-        if r["status"] != "ok" or r["median"] is None
+        for p in points
+        if p.status != "ok" or p.median is None
     ]
     return s
 
 
-def series_from_history(rows: Iterable[Mapping[str, Any]]) -> list[Series]:
-    """Group `Store.history` rows (ordered by series, then time) into series."""
-    groups: dict[tuple, list[Mapping[str, Any]]] = {}
-    for r in rows:
-        key = (
-            r["case_id"],
-            r["config_hash"],
-            r["place"],
-            r["mode"],
-            r.get("machine"),
-            r.get("metric") or "time",
-        )
-        groups.setdefault(key, []).append(r)
+def series_from_history(points: Iterable[HistoryPoint]) -> list[Series]:
+    """Group `Store.history` points (ordered by series, then time) into series."""
+    groups: dict[tuple, list[HistoryPoint]] = {}
+    for p in points:
+        groups.setdefault((*p.key, p.machine), []).append(p)
     return [_series_from_rows(g) for g in groups.values()]
 
 

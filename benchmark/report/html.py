@@ -20,6 +20,7 @@ from typing import Any
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.model import CaseResult, Series
 from benchmark.parallel import parallel_map
+from benchmark.records import RunRecord
 from benchmark.report import jobs, pages
 from benchmark.report.compare_runs import (
     NOT_IN_RUN,
@@ -128,7 +129,7 @@ def build_dashboard(
     with _timed(timings, "html"):
         _write_pages(store, entries, out, run, rows, jobs.files_of(rendered, jobs.AB))
     files = jobs.files_of(rendered)
-    return Dashboard(out, out / "index.html", entries, files, timings, run["id"] if run else None, rows)
+    return Dashboard(out, out / "index.html", entries, files, timings, run.id if run else None, rows)
 
 
 class _timed:
@@ -161,11 +162,11 @@ def _analyse(series: list[Series], min_effects: list[float], workers, progress) 
     return [Entry(s, a, jobs.slug_for(s.report_key)) for s, a in zip(series, analyses, strict=True)]
 
 
-def _judged_status(entries: list[Entry], run, rows: list[Row]) -> list[Entry]:
+def _judged_status(entries: list[Entry], run: RunRecord | None, rows: list[Row]) -> list[Entry]:
     """Each series' badge is the judge's verdict on its result in the judged run (the one decision
     `benchmark gate` and the reports take); a series without a result in that run says so. Ordered
     for the index."""
-    statuses = judged_statuses(rows, (run or {}).get("machine") or "")
+    statuses = judged_statuses(rows, run.machine if run else "")
     for en in entries:
         en.analysis = dataclasses.replace(en.analysis, status=statuses.get(en.series.report_key, NOT_IN_RUN))
     return sorted(entries, key=_index_order)
@@ -186,15 +187,17 @@ def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, for
     """The run's A/B chart, then the trends and NVML timelines of the series that need a plot."""
     shown = [en for en in entries if len(en.series) and (all_plots or needs_plot(en.analysis))]
     keys = {en.series.report_key for en in shown}
-    machine = (run or {}).get("machine") or ""
+    machine = run.machine if run else ""
     timelines = [(k, r) for r in results if (k := jobs.result_key(r, machine)) in keys]
-    return jobs.build(out, formats=formats, run_id=run["id"] if run else None, rows=rows or None,
+    return jobs.build(out, formats=formats, run_id=run.id if run else None, rows=rows or None,
                       baseline=baseline, trends=[(en.series, en.analysis) for en in shown],
                       telemetry=timelines, series_dir="series")  # fmt: skip
 
 
-def _write_pages(store, entries: list[Entry], out: Path, run, rows: list[Row], ab_files: list[str]) -> None:
-    runs: dict[int, dict[str, Any] | None] = {}
+def _write_pages(
+    store, entries: list[Entry], out: Path, run: RunRecord | None, rows: list[Row], ab_files: list[str]
+) -> None:
+    runs: dict[int, RunRecord | None] = {}
     configs = _configs(store, entries)
     for en in entries:
         rid = _latest_run_of(en.series)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
 from benchmark.units import format_value
@@ -216,31 +217,31 @@ def _gate_line(rows: list[Row], baseline: int | None = None) -> str:
     )
 
 
-def _header(run: dict[str, Any], baseline_run: dict[str, Any] | None, db: str | None) -> str:
-    commit = run.get("git_commit")
-    branch = f" ({text(run['git_branch'])})" if run.get("git_branch") else ""
+def _header(run: RunRecord, baseline_run: RunRecord | None, db: str | None) -> str:
+    commit = run.git_commit
+    branch = f" ({text(run.git_branch)})" if run.git_branch else ""
     parts = [
-        f"Run **{run['id']}**",
+        f"Run **{run.id}**",
         f"commit {code(commit[:10]) if commit else '-'}{branch}",
-        _when(run.get("started_at")),
+        _when(run.started_at),
     ]
-    if run.get("machine"):
-        parts.append(f"machine {code(str(run['machine'])[:12])}")
+    if run.machine:
+        parts.append(f"machine {code(run.machine[:12])}")
     if db:
         parts.append(f"history {code(db)}")
     if baseline_run is None:
         base = f"Baseline: {BASELINE_TEXT}."
     else:
-        bc = baseline_run.get("git_commit")
-        base = f"Baseline: run **{baseline_run['id']}**, commit {code(bc[:10]) if bc else '-'}, {_when(baseline_run.get('started_at'))}."
-    return f"## Benchmark report: run {run['id']}\n\n" + " · ".join(parts) + f"\n\n{base}"
+        bc = baseline_run.git_commit
+        base = f"Baseline: run **{baseline_run.id}**, commit {code(bc[:10]) if bc else '-'}, {_when(baseline_run.started_at)}."
+    return f"## Benchmark report: run {run.id}\n\n" + " · ".join(parts) + f"\n\n{base}"
 
 
 def render(
-    run: dict[str, Any],
+    run: RunRecord,
     rows: list[Row],
     *,
-    baseline_run: dict[str, Any] | None = None,
+    baseline_run: RunRecord | None = None,
     plots: str | None = None,
     db: str | None = None,
 ) -> str:
@@ -249,7 +250,7 @@ def render(
     improvements = [r for r in rows if r.improved]
     sections = [
         _header(run, baseline_run, db),
-        _gate_line(rows, baseline_run["id"] if baseline_run else None),
+        _gate_line(rows, baseline_run.id if baseline_run else None),
         _counts_table(rows),
         f"### Regressions ({len(regressions)})\n\n{_change_table(regressions)}",
         f"### Improvements ({len(improvements)})\n\n{_change_table(improvements)}",
@@ -263,7 +264,7 @@ def render(
     if tail:
         sections.append(tail.strip("\n"))
     sections.append(
-        f"### Plots\n\n{plots or 'Not rendered: `benchmark plot --run ' + str(run['id']) + ' --out DIR`.'}"
+        f"### Plots\n\n{plots or 'Not rendered: `benchmark plot --run ' + str(run.id) + ' --out DIR`.'}"
     )
     not_run = _not_run(rows)  # skipped cases (GPU cases on a CPU machine) never fill the first screen
     if not_run:

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.compare_runs import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, run_notice
 from benchmark.report.htmlkit import (
@@ -54,7 +55,7 @@ def last_change(entry: Entry) -> str:
     return f"{cp.magnitude:+.1%}, {ago} run{'s' if ago != 1 else ''} ago"
 
 
-def run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str], out_dir: Path) -> str:
+def run_section(run: RunRecord | None, rows: list[Row], ab_files: list[str], out_dir: Path) -> str:
     if run is None:
         return ""
     c = counts(rows)
@@ -69,13 +70,12 @@ def run_section(run: dict[str, Any] | None, rows: list[Row], ab_files: list[str]
         rel = Path(png[0]).relative_to(out_dir).as_posix()
         svgs = [f for f in ab_files if f.endswith(".svg")]  # the link opens the vector file when rendered
         svg = Path(svgs[0]).relative_to(out_dir).as_posix() if svgs else rel
-        img = f'<p class="plot"><a href="{e(svg)}"><img src="{e(rel)}" alt="A/B chart of run {e(run["id"])}"></a></p>'
+        img = f'<p class="plot"><a href="{e(svg)}"><img src="{e(rel)}" alt="A/B chart of run {e(run.id)}"></a></p>'
         if len(rows) > 40:
             img = f"<details><summary>A/B chart of all {len(rows)} cases</summary>{img}</details>"
-    when = run.get("started_at")
-    stamp = fmt_date(when.timestamp(), True) if isinstance(when, dt.datetime) else MISSING
+    stamp = fmt_date(run.started_at.timestamp(), True) if isinstance(run.started_at, dt.datetime) else MISSING
     return (
-        f'<section id="run"><h2>Run {e(run["id"])} · {e(short_commit(run.get("git_commit")))} · {e(stamp)} · '
+        f'<section id="run"><h2>Run {e(run.id)} · {e(short_commit(run.git_commit))} · {e(stamp)} · '
         f'gate {verdict}</h2><p class="note">As <code>benchmark gate</code> judges it: each result against '
         f"{BASELINE_TEXT}.</p>"
         f'<div class="summary">{items}</div>{img}</section>'
@@ -228,9 +228,10 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
         )
 
 
-def env_html(run: dict[str, Any] | None, config: dict[str, Any] | None = None) -> str:
-    if run is None:
+def env_html(record: RunRecord | None, config: dict[str, Any] | None = None) -> str:
+    if record is None:
         return "<p>The run is not in the history.</p>"
+    run = record.to_dict()
     keys = ("id", "status", "started_at", "finished_at", "git_commit", "git_branch", "git_dirty", "paddle_version",
             "paddle_commit", "cuda_version", "cudnn_version", "trigger", "tags", "hostname", "machine")  # fmt: skip
     pairs: list[tuple[str, str]] = [(k, str(run.get(k))) for k in keys if run.get(k) not in (None, "", [])]
@@ -267,9 +268,7 @@ def _telemetry_block(entry: Entry) -> str:
     )
 
 
-def series_html(
-    entry: Entry, run: dict[str, Any] | None, config: dict[str, Any] | None, out_dir: Path
-) -> str:
+def series_html(entry: Entry, run: RunRecord | None, config: dict[str, Any] | None, out_dir: Path) -> str:
     s, a, u = entry.series, entry.analysis, entry.units
     latest = float(s.values[-1]) if len(s) else None
     facts = (

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchmark.model import CaseResult
+from benchmark.records import RunRecord
 from benchmark.store.core import Store
 from benchmark.store.models import to_plain
 
@@ -68,7 +69,7 @@ def export_runs(store: Store, run_ids: list[int], fmt: str, *, pytest_benchmark:
     if fmt != "json":
         raise ValueError(f"unknown export format {fmt!r} (csv or json)")
     if pytest_benchmark:
-        machines = {run["machine"] for run, _ in runs}
+        machines = {run.machine for run, _ in runs}
         if len(machines) > 1:
             raise ValueError(
                 f"runs {', '.join(map(str, run_ids))} ran on {len(machines)} machines: export them one by one "
@@ -79,8 +80,8 @@ def export_runs(store: Store, run_ids: list[int], fmt: str, *, pytest_benchmark:
     else:
         doc = {
             "format": JSON_FORMAT,
-            "run_group": runs[0][0].get("run_group"),
-            "runs": [{**_run_doc(run), "machine_info": run.get("machine_info")} for run, _ in runs],
+            "run_group": runs[0][0].run_group,
+            "runs": [{**_run_doc(run), "machine_info": dict(run.machine_info)} for run, _ in runs],
             "results": [r for _, results in runs for r in results],
         }
     return json.dumps(to_plain(doc), indent=2, allow_nan=False, default=str) + "\n"
@@ -99,7 +100,7 @@ def stored_dict(result: CaseResult) -> dict[str, Any]:
     return {**first, **data}
 
 
-def to_csv(run: Mapping[str, Any], results: list[dict[str, Any]]) -> str:
+def to_csv(run: RunRecord, results: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -108,7 +109,7 @@ def to_csv(run: Mapping[str, Any], results: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
-def _csv_row(run: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+def _csv_row(run: RunRecord, result: Mapping[str, Any]) -> dict[str, Any]:
     stats = result["stats"]
     row = {key: result.get(key) for key in CSV_COLUMNS if key in result}
     row.update({key: stats.get(key) for key in ("min", "max", "mean", "median", "stddev", "q1", "q3", "iqr")})
@@ -117,44 +118,46 @@ def _csv_row(run: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any
         ci_low=stats.get("ci_low"),
         ci_high=stats.get("ci_high"),
         warnings="; ".join(result["warnings"]),
-        git_commit=run.get("git_commit"),
-        machine=run.get("machine"),
-        run_started_at=_iso(run.get("started_at")),
+        git_commit=run.git_commit,
+        machine=run.machine,
+        run_started_at=_iso(run.started_at),
         samples=json.dumps(result["samples"]),
         device_samples="" if result["device_samples"] is None else json.dumps(result["device_samples"]),
     )
     return row
 
 
-def to_json(run: Mapping[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
+def to_json(run: RunRecord, results: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "format": JSON_FORMAT,
         "run": _run_doc(run),
-        "machine": {"fingerprint": run["machine"], **(run.get("machine_info") or {})},
+        "machine": {"fingerprint": run.machine, **run.machine_info},
         "results": results,
     }
 
 
-def _run_doc(run: Mapping[str, Any]) -> dict[str, Any]:
+def _run_doc(run: RunRecord) -> dict[str, Any]:
     skip = {"machine_info", "machine_id", "recorded_status"}
-    return {k: (_iso(v) if isinstance(v, dt.datetime) else v) for k, v in run.items() if k not in skip}
+    return {
+        k: (_iso(v) if isinstance(v, dt.datetime) else v) for k, v in run.to_dict().items() if k not in skip
+    }
 
 
-def to_pytest_benchmark(run: Mapping[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
+def to_pytest_benchmark(run: RunRecord, results: list[dict[str, Any]]) -> dict[str, Any]:
     """The run in pytest-benchmark's `--benchmark-json` schema (ok results with samples only)."""
-    machine = {"fingerprint": run["machine"], **(run.get("machine_info") or {})}
+    machine = {"fingerprint": run.machine, **run.machine_info}
     return {
         "machine_info": _pytest_machine_info(machine),
         "commit_info": {
-            "id": run.get("git_commit"),
+            "id": run.git_commit,
             "time": None,
             "author_time": None,
-            "dirty": run.get("git_dirty"),
+            "dirty": run.git_dirty,
             "project": None,
-            "branch": run.get("git_branch"),
+            "branch": run.git_branch,
         },
         "benchmarks": [_pytest_benchmark_entry(r) for r in results if r["status"] == "ok" and r["samples"]],
-        "datetime": _iso(run.get("started_at")),
+        "datetime": _iso(run.started_at),
         "version": _pytest_benchmark_version(),
         "benchmark": {"run": _run_doc(run), "machine": machine},
     }

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
 from benchmark.model import Series
+from benchmark.records import ProcessValue
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -25,7 +26,7 @@ from benchmark.store.models import (
     SERIES,
     decode_samples,
 )
-from benchmark.store.rows import STAT_COLUMNS, process_dict
+from benchmark.store.rows import STAT_COLUMNS, process_value
 
 # Statuses of the runs baselines are taken from, unless a caller asks for others.
 BASELINE_RUN_STATUSES = ("complete",)
@@ -55,9 +56,9 @@ def _medians(values: Iterable[float | None]) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def processes_by_result(conn: Connection, result_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def processes_by_result(conn: Connection, result_ids: list[int]) -> dict[int, list[ProcessValue]]:
     """The process entries of each result, in trial order (results without any are absent)."""
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: dict[int, list[ProcessValue]] = {}
     for start in range(0, len(result_ids), 10_000):
         chunk = result_ids[start : start + 10_000]
         query = (
@@ -66,7 +67,7 @@ def processes_by_result(conn: Connection, result_ids: list[int]) -> dict[int, li
             .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
         )
         for row in conn.execute(query).mappings():
-            out.setdefault(row["result_id"], []).append(process_dict(row))
+            out.setdefault(row["result_id"], []).append(process_value(row))
     return out
 
 

@@ -10,11 +10,14 @@ from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from benchmark.analysis.events import run_environment
 from benchmark.model import CaseResult, Series, SeriesKey
+from benchmark.records import HistoryPoint, ProcessValue, RunRecord, Stats
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
     CASE,
@@ -38,8 +41,20 @@ from benchmark.store.queries import (
     processes_by_result,
     targets_query,
 )
-from benchmark.store.rows import case_result_dict, utcnow
+from benchmark.store.rows import STAT_COLUMNS, case_result_dict, utcnow
 
+# The run row's columns a `RunRecord` takes as they are.
+RUN_FIELDS = (
+    "id", "machine_id", "started_at", "finished_at", "heartbeat_at", "git_commit", "git_branch",
+    "git_dirty", "paddle_version", "paddle_commit", "cuda_version", "cudnn_version", "trigger",
+    "hostname", "pid", "expected_results", "run_group", "heartbeat_s", "note", "machine",
+)  # fmt: skip
+# The columns of `history_query` a `HistoryPoint` takes as they are.
+HISTORY_FIELDS = (
+    "result_id", "run_id", "started_at", "case_id", "name", "config_hash", "place", "mode", "metric",
+    "series_id", "machine", "git_commit", "git_branch", "machine_env", "status", "message", "unit",
+    "iterations", "throughput", "throughput_unit", "peak_memory_bytes",
+)  # fmt: skip
 # A `running` run without a lease of its own (recorded before revision 0003) is stale after this.
 DEFAULT_STALE_AFTER_S = 3600.0
 # A run whose heartbeat is older than LEASE_FACTOR periods (its `heartbeat_s`) is dead.
@@ -80,56 +95,29 @@ class StoreReads:
         with self._read() as conn:
             return list(conn.execute(query).scalars())
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
-        """Everything recorded about one run, with its machine's description under `machine_info`."""
+    def run(self, run_id: int) -> RunRecord | None:
+        """Everything recorded about one run, with its machine's description (`machine_info`)."""
+        found = self._run_records(RUN.c.id == run_id, None)
+        return found[0] if found else None
+
+    def runs(self, limit: int | None = 20) -> list[RunRecord]:
+        """The latest runs, newest first, each as `run` gives it."""
+        return self._run_records(None, limit)
+
+    def _run_records(self, where: Any, limit: int | None) -> list[RunRecord]:
         query = (
             sa.select(RUN, MACHINE.c.fingerprint.label("machine"), MACHINE.c.info.label("machine_info"))
-            .join(MACHINE, MACHINE.c.id == RUN.c.machine_id)
-            .where(RUN.c.id == run_id)
-        )
-        with self._read() as conn:
-            row = conn.execute(query).mappings().first()
-            if row is None:
-                return None
-            counts = self._result_counts(conn, [run_id])
-        out = dict(row)
-        self._add_truth(out, *counts.get(run_id, (set(), {})), utcnow())
-        return out
-
-    def runs(self, limit: int | None = 20) -> list[dict[str, Any]]:
-        """The latest runs, newest first: id, times, commit, machine, places, result counts, status."""
-        query = (
-            sa.select(
-                RUN.c.id,
-                RUN.c.started_at,
-                RUN.c.finished_at,
-                RUN.c.heartbeat_at,
-                RUN.c.status,
-                RUN.c.git_commit,
-                RUN.c.git_branch,
-                RUN.c.git_dirty,
-                RUN.c.paddle_version,
-                RUN.c.trigger,
-                RUN.c.tags,
-                RUN.c.hostname,
-                RUN.c.pid,
-                RUN.c.expected_results,
-                RUN.c.run_group,
-                RUN.c.heartbeat_s,
-                RUN.c.note,
-                MACHINE.c.fingerprint.label("machine"),
-            )
             .join(MACHINE, MACHINE.c.id == RUN.c.machine_id)
             .order_by(RUN.c.started_at.desc(), RUN.c.id.desc())
             .limit(limit)
         )
+        if where is not None:
+            query = query.where(where)
         with self._read() as conn:
-            rows = [dict(r) for r in conn.execute(query).mappings()]
+            rows = conn.execute(query).mappings().all()
             counts = self._result_counts(conn, [r["id"] for r in rows])
         now = utcnow()
-        for row in rows:
-            self._add_truth(row, *counts.get(row["id"], (set(), {})), now)
-        return rows
+        return [self._record(row, *counts.get(row["id"], (set(), {})), now) for row in rows]
 
     def run_environments(self, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The recorded volatile environment (``extra["machine_env"]``: drivers, kernel, OS release,
@@ -141,20 +129,30 @@ class StoreReads:
             for start in range(0, len(ids), 10_000):
                 query = sa.select(RUN.c.id, RUN.c.extra).where(RUN.c.id.in_(ids[start : start + 10_000]))
                 for run_id, extra in conn.execute(query).all():
-                    env = extra.get("machine_env") if isinstance(extra, Mapping) else None
-                    out[run_id] = dict(env) if isinstance(env, Mapping) else {}
+                    out[run_id] = run_environment(extra)
         return out
 
-    def _add_truth(self, row: dict[str, Any], places: set, by_status: dict, now: dt.datetime) -> None:
-        """Places, result counts, `missing` (expected but not stored, None when not known) and the
-        effective status, the recorded one kept as `recorded_status`."""
-        row["places"] = sorted(places)
-        row["results"] = sum(by_status.values())
-        row["results_by_status"] = by_status
-        expected = row.get("expected_results")
-        row["missing"] = None if expected is None else max(expected - row["results"], 0)
-        row["recorded_status"] = row["status"]
-        row["status"] = self._effective_status(row, now)
+    def _record(self, row: Mapping[str, Any], places: set, by_status: dict, now: dt.datetime) -> RunRecord:
+        """The run of a run row (with machine and machine_info): its places, result counts,
+        `missing` (expected but not stored, None when not known) and effective status, the
+        recorded one kept as `recorded_status`."""
+        results = sum(by_status.values())
+        expected = row["expected_results"]
+        missing = None if expected is None else max(expected - results, 0)
+        return RunRecord(
+            **{name: row[name] for name in RUN_FIELDS},
+            status=self._effective_status(row, missing, now),
+            tags=tuple(row["tags"] or ()),
+            framework=row["framework"] or {},
+            env=row["env"] or {},
+            extra=row["extra"] or {},
+            machine_info=row["machine_info"] or {},
+            places=tuple(sorted(places)),
+            results=results,
+            results_by_status=by_status,
+            missing=missing,
+            recorded_status=row["status"],
+        )
 
     def _result_counts(self, conn: Connection, run_ids: list[int]) -> dict[int, tuple[set, dict]]:
         if not run_ids:
@@ -172,9 +170,9 @@ class StoreReads:
             by_status[status] = by_status.get(status, 0) + n
         return out
 
-    def _effective_status(self, run: Mapping[str, Any], now: dt.datetime) -> str:
+    def _effective_status(self, run: Mapping[str, Any], missing: int | None, now: dt.datetime) -> str:
         status = run["status"]
-        if status == "complete" and run.get("missing"):
+        if status == "complete" and missing:
             return "incomplete"  # recorded by an older harness that did not check
         if status != "running":
             return status
@@ -187,14 +185,14 @@ class StoreReads:
             return "interrupted"
         return "running"
 
-    def missing_cases(self, run: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-        """(case id, place, mode) of the cases `run` (a `run()` dict) set out to store and did not."""
-        expected = (run.get("extra") or {}).get("expected_cases") or []
+    def missing_cases(self, run: RunRecord) -> list[tuple[str, str, str]]:
+        """(case id, place, mode) of the cases `run` set out to store and did not."""
+        expected = run.extra.get("expected_cases") or []
         query = (
             sa.select(CASE.c.case_id, SERIES.c.place, SERIES.c.mode)
             .join(SERIES, SERIES.c.case_pk == CASE.c.id)
             .join(RESULT, RESULT.c.series_id == SERIES.c.id)
-            .where(RESULT.c.run_id == run["id"])
+            .where(RESULT.c.run_id == run.id)
         )
         with self._read() as conn:
             stored = {tuple(r) for r in conn.execute(query)}
@@ -228,7 +226,7 @@ class StoreReads:
         out = []
         for row in rows:
             result = case_result_dict(row, telemetry.get(row["id"]), profiles.get(row["id"]))
-            result["processes"] = processes.get(row["id"], [])
+            result["processes"] = [p.to_dict() for p in processes.get(row["id"], [])]
             out.append(CaseResult.from_dict(result))
         return out
 
@@ -239,27 +237,25 @@ class StoreReads:
         last: int | None = None,
         *,
         with_samples: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[HistoryPoint]:
         """Results of every series whose case id matches `pattern`, oldest first per series.
 
-        `pattern` is a glob (if it has * or ?; brackets are literal) or else a substring of the case id. `place` matches a
-        place exactly, or every device of a kind ("gpu" matches "gpu:0"). `last` keeps the latest N
-        results per series. Rows carry run time, commit, machine fingerprint and summary statistics;
-        raw samples (float64 arrays) and the per-process entries (`processes`) only `with_samples`.
+        `pattern` is a glob (if it has * or ?; brackets are literal) or else a substring of the case
+        id. `place` matches a place exactly, or every device of a kind ("gpu" matches "gpu:0"). `last`
+        keeps the latest N results per series. Each point carries its run's time, commit and machine
+        fingerprint and its summary statistics; raw samples (float64 arrays) and the per-process
+        entries (`processes`) only `with_samples`.
         """
         with self._read() as conn:
             cases = matching_cases(conn, pattern)
             if not cases:
                 return []
             query = history_query(cases, place, last, with_samples)
-            rows = [dict(r) for r in conn.execute(query).mappings()]
+            rows = conn.execute(query).mappings().all()
             processes = processes_by_result(conn, [r["result_id"] for r in rows]) if with_samples else {}
-        for row in rows:
-            row.pop("rn", None)
-            if with_samples:
-                row["samples"] = decode_samples(row["samples"])
-                row["processes"] = processes.get(row["result_id"], [])
-        return rows
+        return [
+            _history_point(row, processes.get(row["result_id"], []) if with_samples else None) for row in rows
+        ]
 
     def baselines(
         self, run_id: int, last: int = 100, *, statuses: Iterable[str] | None = BASELINE_RUN_STATUSES
@@ -286,6 +282,21 @@ class StoreReads:
             key = SeriesKey(t.case_id, t.config_hash, t.place, t.mode, t.metric)
             out[key] = dataclasses.replace(found.get(t.series_id, Series()), key=key, series_id=t.series_id)
         return out
+
+
+def _samples(blob: bytes | None) -> np.ndarray:
+    decoded = decode_samples(blob)
+    return np.empty(0) if decoded is None else decoded
+
+
+def _history_point(row: Mapping[str, Any], processes: list[ProcessValue] | None) -> HistoryPoint:
+    stats = Stats(rounds=row["rounds"], **{name: row[name] for name in STAT_COLUMNS})
+    return HistoryPoint(
+        **{name: row[name] for name in HISTORY_FIELDS},
+        stats=stats,
+        samples=None if processes is None else _samples(row["samples"]),
+        processes=None if processes is None else tuple(processes),
+    )
 
 
 def _pid_alive(pid: int, started_at: dt.datetime | None) -> bool:

@@ -12,6 +12,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from benchmark.records import ProcessValue
 from benchmark.results import bad_timings, timing_problem
 from benchmark.store.models import (
     RESULT_STATUSES,
@@ -172,19 +173,19 @@ def process_rows(result_id: int, processes: Iterable[Mapping[str, Any]] | None) 
     return rows
 
 
-def process_dict(row: Mapping[Any, Any]) -> dict[str, Any]:
-    """A stored process row as the `processes` entry it was made from."""
+def process_value(row: Mapping[Any, Any]) -> ProcessValue:
+    """A stored process row as the `ProcessValue` of the `processes` entry it was made from."""
     samples = decode_samples(row["samples"])
-    return {
-        "index": row["process_index"],
-        "pid": row["pid"],
-        "order": row["trial_order"],
-        "status": row["status"],
-        "value": row["value"],
-        "samples": [] if samples is None else samples.tolist(),
-        "iterations": row["iterations"],
-        "message": row["message"],
-    }
+    return ProcessValue(
+        index=row["process_index"],
+        pid=row["pid"],
+        order=row["trial_order"],
+        status=row["status"],
+        value=row["value"],
+        samples=() if samples is None else tuple(samples.tolist()),
+        iterations=row["iterations"],
+        message=row["message"],
+    )
 
 
 def telemetry_row(result_id: int, telemetry: Mapping[str, Any]) -> dict[str, Any]:
