@@ -15,6 +15,7 @@ from typing import Any
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.gate_series import judge_result
 from benchmark.gates import Gates, GateSettings
+from benchmark.metrics import TIME, MetricError, get_metric
 from benchmark.model import FAILING, CaseResult, Evidence, Series, SeriesKey, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
@@ -66,8 +67,9 @@ class Decision:
 
     @property
     def series_metric(self) -> str:
-        """What the judged series measures: "time" (gated as time or throughput) or "instructions"."""
-        return "instructions" if self.metric == "instructions" else "time"
+        """The stored metric of the judged series: "time" (gated as time or throughput),
+        "instructions", ... (`benchmark.metrics.Metric.series`)."""
+        return get_metric(self.metric).series
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -91,21 +93,23 @@ class Judgement:
 
 
 def _decision(result: CaseResult, gates: Gates) -> tuple[Decision, GateSettings]:
-    series_metric = result.metric or "time"
-    s = gates.for_case(result.case_id, result.name, result.place, series_metric)
-    metric = "time" if s.metric == "memory" else s.metric
-    s = GateSettings(metric, s.min_effect, s.alpha, s.history_runs, s.noise_floor)
+    try:
+        s = gates.for_case(result.case_id, result.name, result.place, result.metric or TIME)
+    except MetricError as e:  # a stored metric this checkout does not define (benchmark/metrics.py)
+        raise GateInputError(f"{result.case_id} [{result.place} {result.mode}]: {e}") from None
+    m = s.definition
     d = Decision(
         case_id=result.case_id,
         name=result.name or result.case_id,
         place=result.place,
         mode=result.mode,
-        metric=metric,
+        metric=m.name,
         verdict=Verdict(result.status) if result.status != "ok" else Verdict.PASS,
         config_hash=result.config_hash or "",
         min_effect=s.min_effect,
     )
-    d.unit = "items/s" if metric == "throughput" else (result.unit or "s")
+    # a view of another metric's results (throughput) is in its own unit, the others in the result's
+    d.unit = m.unit if m.of is not None else (result.unit or m.unit)
     if result.status != "ok":
         d.reason = result.message or f"the case {result.status}"
     return d, s

@@ -1,6 +1,7 @@
 """How the judge (:mod:`benchmark.gate`) decides one series: its run values through the online
 history detector, or an A/B of worker-process values against the previous run or another run, or
-the level rule for instruction counts. The method is in docs/detection.md ("The judge").
+the level rule for a deterministic metric (instruction counts); which one is the metric's
+(`benchmark.metrics.Metric.judge`). The method is in docs/detection.md ("The judge").
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.gates import GateSettings
+from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Evidence, Series, Verdict
+from benchmark.records import ProcessValue
 from benchmark.results import bad_timings
 
 if TYPE_CHECKING:
@@ -34,19 +37,19 @@ _AB_EVIDENCE = {"processes": Evidence.AB_PROCESSES, "history_noise": Evidence.AB
 
 
 def metric_samples(samples: Sequence[float] | np.ndarray, metric: str, batch: int | None) -> np.ndarray:
-    """Raw samples (or per-process values, seconds per iteration) in the metric's units: seconds per
-    iteration, or items per second."""
+    """Raw samples (or per-process values) of a result in the units of `metric`: as stored (seconds
+    or instructions per iteration), or, for a rate (throughput), items per second."""
     x = np.asarray(samples if samples is not None else [], dtype=float)
     x = x[np.isfinite(x) & (x > 0)]
-    return (batch or 1) / x if metric == "throughput" else x
+    return (batch or 1) / x if get_metric(metric).rate else x
 
 
-def ok_process_values(processes: Iterable[Mapping[str, Any]] | None) -> list[float]:
+def ok_process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
     """The values (seconds per iteration) of a result's ok worker-process trials, in trial order."""
     out = []
     for p in processes or []:
-        v = p.get("value")
-        if p.get("status", "ok") == "ok" and v is not None and math.isfinite(v) and v > 0:
+        v = p.value
+        if p.status == "ok" and v is not None and math.isfinite(v) and v > 0:
             out.append(float(v))
     return out
 
@@ -212,11 +215,12 @@ def judge_history(
     return decision
 
 
-def judge_instructions(
+def judge_deterministic(
     decision: Decision, base: Series | None, new: np.ndarray, result: CaseResult, s: GateSettings
 ) -> Decision:
-    """Instruction counts: the level rule on per-run values (benchmark/analysis/deterministic.py)
-    decides on the first run after a change, whatever the length of the history."""
+    """A deterministic metric (instruction counts): the level rule on per-run values
+    (benchmark/analysis/deterministic.py) decides on the first run after a change, whatever the
+    length of the history."""
     runs, values = [], []
     for run, raw in zip(base.run_ids, base.samples, strict=True) if base is not None else ():
         x = metric_samples(raw, s.metric, None) if raw is not None else np.empty(0)
@@ -240,16 +244,17 @@ def judge_level(
     decision.ci_low, decision.ci_high = c.effect - c.noise, c.effect + c.noise
     decision.baseline_value = c.reference
     first = runs[c.level_start] if c.level_start < len(runs) else result.run_id
-    decision.baseline = f"instruction-count level: {c.level_runs} run(s) from run {first}"
+    m = s.definition
+    decision.baseline = f"{m.words} level: {c.level_runs} run(s) from run {first}"
     decision.evidence = (
-        f"instructions per iteration {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
+        f"{m.label} {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
         f"noise {c.noise:.2%}, floor {s.noise_floor:.2%})"
     )
     decision.verdict = Verdict(c.verdict)
     decision.evidence_kind = Evidence.DETERMINISTIC
     if c.verdict in ("regression", "improvement"):
         decision.change_run_id = result.run_id
-        decision.reason = "instructions per iteration changed at this run"
+        decision.reason = f"{m.label} changed at this run"
     elif c.reverted:
         decision.reason = "back at the level before a recent change (that change is treated as an outlier)"
     return decision
@@ -285,7 +290,7 @@ def judge_result(
         d.baseline_run_id = baseline
         b_raw = metric_samples(b.samples or [], s.metric, b.batch_size)
         b_procs = metric_samples(ok_process_values(b.processes), s.metric, b.batch_size)
-        if s.metric == "instructions":
+        if s.definition.judge == "level":
             judge_level(d, [baseline], [run_value(b_procs, b_raw)], new, s, result)
             return
         # the history's between-run noise and between-process spread, from the runs before the
@@ -302,8 +307,8 @@ def judge_result(
             spread,
         )
     else:
-        if s.metric == "instructions":
-            judge_instructions(d, base, new, result, s)
+        if s.definition.judge == "level":
+            judge_deterministic(d, base, new, result, s)
         else:
             judge_history(d, base, new, procs, result, s, envs)
         corrupt = (

@@ -1,21 +1,22 @@
 """Gate settings: `configs/gates.yaml` -> the thresholds that apply to each case.
 
-    defaults:
-      metric: time          # time (lower is better), throughput (higher is better), memory (lower)
+    defaults:               # the time series of every case
+      metric: time          # time (lower is better) or throughput (higher is better)
       min_effect: 0.05      # smallest relative change that fails a run
       alpha: 0.01           # significance of A/B tests; false discovery rate across a run
       history_runs: 100     # runs of a series the history gate looks at
-    instructions:           # instruction-count series (pytest benchmark/ --bench-instructions)
+    instructions:           # a section per other stored metric (benchmark/metrics.py), optional
       min_effect: 0.01      # 1%: the counts repeat to ~0.01% between runs
-      noise_floor: 0.001    # the noise assumed at least, relative
+      noise_floor: 0.001    # the noise assumed at least, relative (deterministic metrics only)
     overrides:              # first match wins, on top of the defaults
       - match: "lstm-*"     # glob on the case id (or its name)
         place: "gpu*"       # optional glob on the place
-        metric: throughput
+        metric: throughput  # the override applies to the series this metric judges
         min_effect: 0.08
 
-Loaded with the same care as the benchmark configs: safe YAML, unknown fields rejected, one clear
-line per problem naming the file and the field.
+The metric names, their directions and their default minimum effects and noise floors come from
+the registry (:mod:`benchmark.metrics`). Loaded with the same care as the benchmark configs: safe
+YAML, unknown fields rejected, one clear line per problem naming the file and the field.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchmark.metrics import METRICS, TIME, Metric, MetricError, get_metric
 from benchmark.paths import GATES_PATH
-
-METRICS = {"time": False, "throughput": True, "memory": False, "instructions": False}  # higher is better?
 
 
 class GateError(Exception):
@@ -41,49 +41,107 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _known(name: str, series: str | None = None) -> str:
+    """`name` if it is a registered metric (judging `series`, when given), else a clear error."""
+    try:
+        metric = get_metric(name)
+    except MetricError as e:
+        raise ValueError(str(e)) from None
+    if series is not None and metric.series != series:
+        known = ", ".join(m for m, d in METRICS.items() if d.series == series)
+        raise ValueError(f"metric {name!r} does not judge the {series} series; here: {known}")
+    return name
+
+
 class GateDefaults(_Strict):
-    metric: Literal["time", "throughput", "memory"] = "time"
-    min_effect: float = Field(0.05, ge=0, lt=10)
-    alpha: float = Field(0.01, gt=0, lt=0.5)
-    history_runs: int = Field(100, ge=8)
+    metric: str = TIME  # a metric of the time series (time, throughput)
+    min_effect: float = Field(default=METRICS[TIME].min_effect, ge=0, lt=10)
+    alpha: float = Field(default=0.01, gt=0, lt=0.5)
+    history_runs: int = Field(default=100, ge=8)
+
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, name: str) -> str:
+        return _known(name, TIME)
 
 
 class GateOverride(_Strict):
     match: str
     place: str | None = None
-    # "instructions": the override sets the minimum effect of the case's instruction-count series
+    # The series the override applies to is the one its metric judges: none or time or throughput
+    # set the case's time series; "instructions" the case's instruction-count series
     # (pytest --bench-instructions) and leaves its time series alone.
-    metric: Literal["time", "throughput", "memory", "instructions"] | None = None
+    metric: str | None = None
     min_effect: float | None = Field(None, ge=0, lt=10)
 
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, name: str | None) -> str | None:
+        return None if name is None else _known(name)
 
-class InstructionGate(_Strict):
-    """Instruction counts (callgrind, per iteration): nearly deterministic, so a small minimum effect
-    and a noise floor instead of a noise estimate (benchmark/analysis/deterministic.py)."""
+    @property
+    def series(self) -> str:
+        return get_metric(self.metric).series if self.metric else TIME
 
-    min_effect: float = Field(0.01, ge=0, lt=10)
-    noise_floor: float = Field(0.001, ge=0, lt=1)
+
+class MetricGate(_Strict):
+    """The section of a stored metric other than time (`instructions:`): its minimum effect and,
+    for a deterministic metric, its noise floor; what it leaves out comes from the registry."""
+
+    min_effect: float | None = Field(default=None, ge=0, lt=10)
+    noise_floor: float | None = Field(default=None, ge=0, lt=1)
+
+
+def _sections() -> set[str]:
+    """The stored metrics that may have a section of their own (all but time: `defaults`)."""
+    return {m.name for m in METRICS.values() if m.of is None and m.name != TIME}
+
+
+_SECTIONS = "metric_sections"
 
 
 class GatesFile(_Strict):
     defaults: GateDefaults = Field(default_factory=GateDefaults)
-    instructions: InstructionGate = Field(default_factory=InstructionGate)
     overrides: list[GateOverride] = Field(default_factory=list)
+    # The sections of the stored metrics other than time, by metric name: top-level keys in YAML
+    # (`instructions:`), gathered here when the file is read.
+    metric_sections: dict[str, MetricGate] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or _SECTIONS in data:
+            return data
+        sections = _sections()
+        data = dict(data)
+        data[_SECTIONS] = {k: data.pop(k) for k in list(data) if k in sections}
+        return data
+
+    @model_validator(mode="after")
+    def _noise_floors(self) -> GatesFile:
+        for name, section in self.metric_sections.items():
+            if section.noise_floor is not None and get_metric(name).noise != "deterministic":
+                raise ValueError(f"{name}.noise_floor: {name} is not a deterministic metric")
+        return self
 
 
 @dataclass(frozen=True)
 class GateSettings:
-    """What applies to one case: the metric, its direction and the minimum effect."""
+    """What applies to one series: the metric it is judged as, its direction and the minimum effect."""
 
     metric: str
     min_effect: float
     alpha: float
     history_runs: int
-    noise_floor: float = 0.0  # relative; the instructions metric's floor under its noise
+    noise_floor: float = 0.0  # relative; the floor under a deterministic metric's noise
+
+    @property
+    def definition(self) -> Metric:
+        return get_metric(self.metric)
 
     @property
     def higher_is_better(self) -> bool:
-        return METRICS[self.metric]
+        return self.definition.higher_is_better
 
 
 @dataclass(frozen=True)
@@ -92,18 +150,22 @@ class Gates:
     source: str
 
     def for_case(
-        self, case_id: str, name: str | None = None, place: str | None = None, series_metric: str = "time"
+        self, case_id: str, name: str | None = None, place: str | None = None, series_metric: str = TIME
     ) -> GateSettings:
-        """The settings of a case's series: its time series (`series_metric` "time": the metric is
-        time or throughput, per the defaults and overrides) or its instruction-count series
-        ("instructions": the `instructions` section and the overrides that say `metric: instructions`)."""
+        """The settings of a case's series of `series_metric`: its time series (the metric is time
+        or throughput, per the defaults and overrides) or the series of another stored metric (its
+        section, then the overrides whose metric judges that series, over the registry's defaults)."""
         d = self.spec.defaults
-        instructions = series_metric == "instructions"
-        metric, min_effect = (
-            ("instructions", self.spec.instructions.min_effect) if instructions else (d.metric, d.min_effect)
-        )
+        if series_metric == TIME:
+            metric, min_effect, noise_floor = d.metric, d.min_effect, 0.0
+        else:
+            m = get_metric(series_metric)
+            section = self.spec.metric_sections.get(m.name) or MetricGate()
+            metric = m.name
+            min_effect = m.min_effect if section.min_effect is None else section.min_effect
+            noise_floor = m.noise_floor if section.noise_floor is None else section.noise_floor
         for o in self.spec.overrides:
-            if (o.metric == "instructions") != instructions:
+            if o.series != series_metric:
                 continue
             hit = fnmatch.fnmatchcase(case_id, o.match) or (
                 name is not None and fnmatch.fnmatchcase(name, o.match)
@@ -117,7 +179,7 @@ class Gates:
             min_effect=min_effect,
             alpha=d.alpha,
             history_runs=d.history_runs,
-            noise_floor=self.spec.instructions.noise_floor if instructions else 0.0,
+            noise_floor=noise_floor,
         )
 
 
@@ -130,6 +192,16 @@ def with_min_effect(gates: Gates, min_effect: float | None) -> Gates:
 
 
 DEFAULT_GATES_PATH = GATES_PATH
+
+
+def _problem(err: Any) -> str:
+    """One validation error as ``field 'a.b': message`` (a metric's section named as in the file)."""
+    loc = [str(p) for p in err["loc"]]
+    loc = loc[1:] if loc[:1] == [_SECTIONS] else loc
+    msg = (
+        "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+    )
+    return f"field {'.'.join(loc)!r}: {msg}" if loc else msg
 
 
 def load_gates(path: str | Path | None) -> Gates:
@@ -146,9 +218,5 @@ def load_gates(path: str | Path | None) -> Gates:
     try:
         return Gates(GatesFile.model_validate(data), str(path))
     except ValidationError as e:
-        problems = "; ".join(
-            f"field {'.'.join(str(p) for p in err['loc'])!r}: "
-            + ("unknown field" if err["type"] == "extra_forbidden" else err["msg"])
-            for err in e.errors()
-        )
+        problems = "; ".join(_problem(err) for err in e.errors())
         raise GateError(f"{path}: {problems}") from None

@@ -25,12 +25,12 @@ def test_first_matching_override_wins_and_place_filters(tmp_path):
         "defaults: {min_effect: 0.03}\n"
         "overrides:\n"
         "  - {match: 'abs*', place: 'gpu*', min_effect: 0.10}\n"
-        "  - {match: 'abs*', metric: memory}\n"
+        "  - {match: 'abs*', metric: throughput}\n"
     )
     gates = load_gates(p)
     assert gates.for_case("abs-x", "abs", "gpu:0").min_effect == 0.10
     cpu = gates.for_case("abs-x", "abs", "cpu")
-    assert (cpu.metric, cpu.min_effect) == ("memory", 0.03)
+    assert (cpu.metric, cpu.min_effect, cpu.higher_is_better) == ("throughput", 0.03, True)
     assert gates.for_case("mul", "mul", "cpu").min_effect == 0.03
 
 
@@ -42,7 +42,12 @@ def test_missing_file_means_defaults(tmp_path):
     ("text", "expected"),
     [
         ("defaults: {min_effect: -1}\n", "'defaults.min_effect'"),
-        ("defaults: {metric: speed}\n", "'defaults.metric'"),
+        ("defaults: {metric: speed}\n", "'defaults.metric': unknown metric 'speed'; known: time, throughput"),
+        ("defaults: {metric: instructions}\n", "does not judge the time series; here: time, throughput"),
+        ("overrides: [{match: a, metric: memory}]\n", "'overrides.0.metric': unknown metric 'memory'"),
+        ("instructions: {min_effect: -1}\n", "'instructions.min_effect'"),
+        ("instructions: {colour: red}\n", "'instructions.colour': unknown field"),
+        ("throughput: {min_effect: 0.1}\n", "'throughput': unknown field"),
         ("overrides: [{match: a, colour: red}]\n", "'overrides.0.colour': unknown field"),
         ("defaults: [\n", "YAML error"),
         ("defaults: !!python/object/apply:os.system [ls]\n", "YAML error"),

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from benchmark import measure
+from benchmark.metrics import METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
 
@@ -117,8 +118,8 @@ def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
 
 
 def write_summary(tr, bench: BenchSession) -> None:
-    """The summary table of the run's time results (collection order), the instruction counts, the
-    cases not run on this machine (a short section of their own, one line per reason), where the
+    """The summary table of the run's time results (collection order), a table per other metric
+    (instruction counts: benchmark/metrics.py names each one's label and unit), the cases not run on this machine (a short section of their own, one line per reason), where the
     results went, and the problems of the session (one line each)."""
     if bench.disabled:
         tr.write_line(
@@ -130,7 +131,7 @@ def write_summary(tr, bench: BenchSession) -> None:
         return
     # In collection order (cases measured in worker processes are recorded as their last trial ends).
     order = {(c.case_id, c.place, c.mode): i for i, c in enumerate(bench.expected or [])}
-    timed = [r for r in bench.results if r.metric == "time"]  # instruction counts: their own section
+    timed = [r for r in bench.results if (r.metric or TIME) == TIME]  # other metrics: their own section
     timed.sort(key=lambda r: order.get((r.case_id, r.place, r.mode), len(order)))
     skipped: dict[str, int] = {}
     for r in timed:
@@ -138,29 +139,17 @@ def write_summary(tr, bench: BenchSession) -> None:
             skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
     shown = [r for r in timed if r.status != "skipped"]
     if shown:
-        tr.section("benchmark summary (time per iteration)")
+        tr.section(f"benchmark summary ({METRICS[TIME].label})")
         tr.write_line(
             f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of level':>22} "
             f"{'n':>5} {'P':>2} {'between':>7}  throughput"
         )
     for r in shown:
         _write_time_row(tr, r)
-    counted = [r for r in bench.results if r.metric == "instructions" and r.status != "skipped"]
-    if counted:
-        tr.section("benchmark summary (instructions per iteration, callgrind)")
-        tr.write_line(f"{'case':<58} {'place':<6} {'mode':<9} {'instructions':>14} {'spread':>8} {'n':>3}")
-        for r in counted:
-            if r.status != "ok":
-                tr.write_line(
-                    f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}"
-                )
-                continue
-            from benchmark.instructions import spread
-
-            tr.write_line(
-                f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.stats.get('median', 0):>14,.0f} "
-                f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
-            )
+    for name in dict.fromkeys(r.metric for r in bench.results if (r.metric or TIME) != TIME):
+        _write_metric_table(
+            tr, name, [r for r in bench.results if r.metric == name and r.status != "skipped"]
+        )
     if skipped:
         tr.section("not run on this machine", sep="-")
         for reason, count in skipped.items():
@@ -171,6 +160,26 @@ def write_summary(tr, bench: BenchSession) -> None:
         where.append(f"history run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
     tr.write_line(f"results: {', '.join(where) or 'none written'}")
     _write_problems(tr, bench)
+
+
+def _write_metric_table(tr, name: str, results: list) -> None:
+    """The section of another metric's results: median (in its unit), relative spread
+    ((max - min) / median of the samples) and number of samples."""
+    if not results:
+        return
+    m = get_metric(name)
+    tr.section(f"benchmark summary ({', '.join(p for p in (m.label, m.source) if p)})")
+    tr.write_line(f"{'case':<58} {'place':<6} {'mode':<9} {m.unit:>14} {'spread':>8} {'n':>3}")
+    for r in results:
+        if r.status != "ok":
+            tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
+            continue
+        from benchmark.instructions import spread
+
+        tr.write_line(
+            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {m.cell(r.stats.get('median', 0)):>14} "
+            f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
+        )
 
 
 def _write_time_row(tr, r) -> None:

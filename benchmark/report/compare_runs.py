@@ -23,6 +23,7 @@ from benchmark.analysis.history import Alert, simulate_online
 from benchmark.analysis.segmentation import ChangePoint, segment
 from benchmark.gate import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
+from benchmark.metrics import TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
 from benchmark.records import HistoryPoint
 
@@ -84,8 +85,9 @@ class Row:
     """The online detector's verdict on the newest run (regression/improvement), if it fired."""
     history_magnitude: float = math.nan
     history_change_run_id: int | None = None
-    metric: str = "time"
-    """What the row's series measures: time (or throughput) or instructions (--bench-instructions)."""
+    metric: str = TIME
+    """The stored metric of the row's series: time (gated as time or throughput), instructions
+    (--bench-instructions), ... (benchmark/metrics.py)."""
     judged: Verdict = Verdict.PASS
     """The judge's verdict (benchmark.gate): what the gate, the badge and the reports say."""
     evidence_kind: Evidence = Evidence.NONE
@@ -107,7 +109,7 @@ class Row:
 
     @property
     def label(self) -> str:
-        metric = ", instructions" if self.metric == "instructions" else ""
+        metric = "" if self.metric == TIME else f", {self.metric}"
         return f"{self.case_id} [{self.place}, {self.mode}{metric}]"
 
 
@@ -235,7 +237,7 @@ def judged_statuses(rows: Iterable[Row], machine: str) -> dict[tuple, str]:
     out = {}
     for r in rows:
         key = (r.case_id, r.config_hash, r.place, r.mode, machine)
-        out[key if r.metric == "time" else (*key, r.metric)] = JUDGED_STATUS.get(r.judged, NOT_IN_RUN)
+        out[key if r.metric == TIME else (*key, r.metric)] = JUDGED_STATUS.get(r.judged, NOT_IN_RUN)
     return out
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
+from benchmark.metrics import TIME, get_metric, views_of
 from benchmark.model import Series
 from benchmark.report.compare_runs import IMPROVEMENT, SeriesAnalysis, analyse
 from benchmark.report.plots import (
@@ -33,16 +34,19 @@ TREND_MARGINS = {"left": 0.075, "right": 0.99, "top": 0.885, "bottom": 0.2}
 
 
 def _series_values(series: Series, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, str]:
-    """Per-run value, band, raw points (in display units) and the y-axis label."""
-    if metric == "throughput":
-        return _throughput_values(series)
-    factor, unit = time_scale(series.values)
+    """Per-run value, band, raw points (in display units) and the y-axis label: the metric's label
+    and its unit (durations in ns .. s, other units with k, M, G)."""
+    m = get_metric(metric)
+    if m.rate:
+        return _rate_values(series, m.label)
+    values = series.values
+    factor, unit = time_scale(values) if m.seconds else rate_scale(values, series.unit or m.unit)
     points = [s * factor for s in series.samples]
-    label = f"time per iteration ({unit})"
-    return series.values * factor, series.ci_low * factor, series.ci_high * factor, points, label
+    label = f"{m.label} ({unit})"
+    return values * factor, series.ci_low * factor, series.ci_high * factor, points, label
 
 
-def _throughput_values(series: Series):
+def _rate_values(series: Series, label: str):
     """Throughput per run; band and points from the time samples (throughput x median / time)."""
     tp = series.throughput
     k = tp * series.values  # work per iteration
@@ -50,7 +54,7 @@ def _throughput_values(series: Series):
         lo, hi = k / series.ci_high, k / series.ci_low
         raw = [ki / s for ki, s in zip(k, series.samples or [], strict=False)] if series.samples else []
     factor, unit = rate_scale(tp, series.throughput_unit or "samples/s")
-    return tp * factor, lo * factor, hi * factor, [r * factor for r in raw], f"throughput ({unit})"
+    return tp * factor, lo * factor, hi * factor, [r * factor for r in raw], f"{label} ({unit})"
 
 
 def _x_labels(series: Series) -> list[str]:
@@ -198,16 +202,21 @@ def _draw_alerts(ax, med: np.ndarray, analysis: SeriesAnalysis, start: int = 0) 
 
 
 def series_metric(series: Series) -> str:
-    """Model cases (with a throughput) are drawn in samples/s, everything else in time per iteration."""
+    """The metric a series is drawn in: a rate computed from its results where it has one for every
+    run (model cases: throughput in samples/s), else its own (time per iteration, instructions ...)."""
     tp = np.asarray(series.throughput if series.throughput is not None else [], dtype=float)
-    return "throughput" if tp.size and np.isfinite(tp).all() else "time"
+    if tp.size and np.isfinite(tp).all():
+        rate = next((m.name for m in views_of(series.metric) if m.rate), None)
+        if rate is not None:
+            return rate
+    return series.metric
 
 
 def trend_plot(
     series: Series,
     analysis: SeriesAnalysis | None = None,
     *,
-    metric: str = "time",
+    metric: str = TIME,
     max_ticks: int = 10,
 ) -> Figure:
     """Per-run median with its CI band, raw samples, change points and gate alerts of one series.
@@ -231,8 +240,8 @@ def trend_plot(
         _draw_panel(zoom, series, analysis, values, n - ZOOM_RUNS, 2, xlabel=False)
         zoom.set_title(f"last {ZOOM_RUNS} runs", fontsize=9)
     ax.set_ylabel(values[4])
-    metric = getattr(series, "metric", "time")
-    title = title_of(series.case_id, series.place, series.mode, metric if metric != "time" else None)
+    stored = series.metric
+    title = title_of(series.case_id, series.place, series.mode, stored if stored != TIME else None)
     ax.set_title(f"{title}\n{_trend_note(series, analysis, n_points, hidden)}", fontsize=10)
     fig.legend(handles=ax.get_legend_handles_labels()[0], loc="lower center", bbox_to_anchor=(0.5, 0.005), fontsize=8,
                ncols=6, frameon=False)  # fmt: skip
