@@ -1,11 +1,11 @@
-"""The job of a comparison: steps of a fresh worker per side, each timing every still-open case once
-in a random order, and the sequential verdict of every case after each step."""
+"""The job of a comparison: steps of a fresh worker per side, timing every still-open case once on
+each side back to back (cases in a random order, the side first drawn per case), and the
+sequential verdict of every case after each step."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--h
     from benchmark import measure
     from benchmark.analysis.sequential import Decision
     from benchmark.model import Case
+    from benchmark.records import ProcessValue
 
 SIDES = ("A", "B")
 DEFAULT_BUDGET_MIN = 10.0
@@ -31,9 +32,7 @@ class CaseState:
 
     case: Case
     min_effect: float
-    entries: dict[str, list[dict[str, Any]]] = dataclasses.field(
-        default_factory=lambda: {s: [] for s in SIDES}
-    )
+    entries: dict[str, list[ProcessValue]] = dataclasses.field(default_factory=lambda: {s: [] for s in SIDES})
     pairs: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     decision: Decision | None = None
     error: str | None = None
@@ -96,25 +95,39 @@ def close_quietly(worker) -> None:
     worker.close()
 
 
-def serve_trials(
-    worker, side: Side, members: Sequence[CaseState], params: Sequence[dict], order: int, output=None
-):
-    """One timing trial of each of `members` (in that order) in `worker`, a fresh worker taking
-    over when one dies. Returns ({case key: record with its "_order"}, the workers used)."""
+def serve_pairs(
+    workers: dict[str, Any],
+    sides: dict[str, Side],
+    members: Sequence[CaseState],
+    params: Sequence[dict],
+    rng: random.Random,
+    order: int,
+    used: list,
+    output=None,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """One timing trial of each of `members` (in that order) on both sides back to back, the side
+    that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
+    the step holds. A fresh worker takes over a side whose worker died; every worker started is
+    appended to `used`. Returns {side: {case key: record with its "_order"}}."""
     from benchmark import trials
 
-    records: dict[str, dict[str, Any]] = {}
-    used = [worker]
-    for k, (state, p) in enumerate(zip(members, params, strict=True)):
-        if not worker.alive():
-            worker = start_worker(side, output)
-            used.append(worker)
-        record = worker.request("time", state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S)
-        if record.get("status") == "error" and not worker.alive():
-            code = worker.proc.returncode
-            record = {**record, "message": f"{record.get('message')} (exit status {code}, side {side.label})"}
-        records[state.key] = {**record, "_order": order + k}
-    return records, used
+    got: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in workers}
+    current = dict(workers)
+    for state, p in zip(members, params, strict=True):
+        labels = list(current)
+        rng.shuffle(labels)
+        for label in labels:
+            worker = current[label]
+            if not worker.alive():
+                worker = current[label] = start_worker(sides[label], output)
+                used.append(worker)
+            record = worker.request("time", state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S)
+            if record.get("status") == "error" and not worker.alive():
+                code = worker.proc.returncode
+                record = {**record, "message": f"{record.get('message')} (exit status {code}, side {label})"}
+            got[label][state.key] = {**record, "_order": order}
+            order += 1
+    return got
 
 
 def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
@@ -215,38 +228,34 @@ def _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, proces
             job.stopped = f"budget of {budget_s / 60:.1f} min"
             break
         t_step = time.monotonic()
-        labels = list(SIDES)
-        rng.shuffle(labels)
         # Both workers of the step start at once and import paddle side by side (while the previous
         # step's workers exit); nothing is timed until both are ready (an idle worker waits on its
         # stdin and costs no CPU).
+        labels = list(SIDES)
+        rng.shuffle(labels)
         workers = {label: start_worker(sides[label], worker_output) for label in labels}
         for w in finished:
             close_quietly(w)
-        finished = []
+        finished = list(workers.values())
         try:
             for w in workers.values():
                 w.wait_ready()
-            got: dict[str, dict[str, dict[str, Any]]] = {}
-            for label in labels:
-                members = list(open_states)
-                rng.shuffle(members)
-                params = [
-                    {
-                        "settings": trial_settings(m.case, settings, processes),
-                        "allocator_control": allocator_control,
-                    }
-                    for m in members
-                ]
-                got[label], used = serve_trials(
-                    workers.pop(label), sides[label], members, params, order, worker_output
-                )
-                order += len(members)
-                finished += used
-        finally:
-            for w in [*workers.values(), *(finished if sys.exc_info()[0] else [])]:
+            members = list(open_states)
+            rng.shuffle(members)
+            params = [
+                {
+                    "settings": trial_settings(m.case, settings, processes),
+                    "allocator_control": allocator_control,
+                }
+                for m in members
+            ]
+            got = serve_pairs(workers, sides, members, params, rng, order, finished, worker_output)
+            order += 2 * len(members)
+        except BaseException:
+            for w in finished:
                 w.proc.kill()
                 w.close()
+            raise
         job.steps += 1
         for s in open_states:
             for label in SIDES:
@@ -271,7 +280,7 @@ def _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, proces
                 if not ok and s.error is None:
                     s.error = f"side {label}: {message}"
             if s.error is None and s.skipped is None:
-                s.pairs.append((s.entries["A"][-1]["value"], s.entries["B"][-1]["value"]))
+                s.pairs.append((s.entries["A"][-1].value, s.entries["B"][-1].value))
                 _decide(s, alpha, measured(states))
         step_times.append(time.monotonic() - t_step)
         job.elapsed_s = time.monotonic() - start
