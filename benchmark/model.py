@@ -22,6 +22,8 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchmark.records import ProcessValue
+
 
 class SeriesKey(NamedTuple):
     """What makes results one series on one machine: case id, config hash, place, mode and metric
@@ -355,14 +357,16 @@ class CaseResult:
     finished_at: float | None = None
     # One entry per worker-process trial of the case in this run, in the order the trials ran
     # (`process_entry`); empty for in-process measurement and results recorded before issue 11.
-    processes: list[dict[str, Any]] = field(default_factory=list)
+    processes: list[ProcessValue] = field(default_factory=list)
     # The store's ids of a result read back from it (`Store.results`); None on a result measured now.
     result_id: int | None = None
     run_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as a plain dict; result_id and run_id only where the store set them."""
+        """The result as a plain dict (its process entries as dicts too); result_id and run_id only
+        where the store set them."""
         data = dataclasses.asdict(self)
+        data["processes"] = [p.to_dict() for p in self.processes]
         for key in STORE_IDS:
             if data[key] is None:
                 del data[key]
@@ -386,9 +390,16 @@ class CaseResult:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
+        """The result `to_dict` gave (process entries as dicts or `ProcessValue`s); unknown keys
+        are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        fields = {k: v for k, v in data.items() if k in names}
+        fields["processes"] = [
+            p if isinstance(p, ProcessValue) else ProcessValue.from_dict(p)
+            for p in data.get("processes") or []
+        ]
+        return cls(**fields)
 
 
 # The one verdict vocabulary of the judge (`benchmark.gate`), and where its evidence came from.

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchmark.model import CaseResult
+from benchmark.records import ProcessValue
 
 
 def process_entry(
@@ -19,26 +20,26 @@ def process_entry(
     samples: list[float] | None = None,
     iterations: int = 1,
     message: str | None = None,
-) -> dict[str, Any]:
+) -> ProcessValue:
     """One worker-process trial of a case: its raw samples (seconds per iteration, one per round)
     and its value, the median of those samples (None for a trial that did not measure)."""
-    samples = [float(x) for x in samples or []]
-    ok = status == "ok" and bool(samples)
-    return {
-        "index": int(index),
-        "pid": int(pid) if pid is not None else None,
-        "order": int(order),
-        "status": "ok" if ok else "error",
-        "value": float(statistics.median(samples)) if ok else None,
-        "samples": samples,
-        "iterations": int(iterations),
-        "message": message,
-    }
+    values = tuple(float(x) for x in samples or [])
+    ok = status == "ok" and bool(values)
+    return ProcessValue(
+        index=int(index),
+        pid=int(pid) if pid is not None else None,
+        order=int(order),
+        status="ok" if ok else "error",
+        value=float(statistics.median(values)) if ok else None,
+        samples=values,
+        iterations=int(iterations),
+        message=message,
+    )
 
 
-def process_values(processes: list[dict[str, Any]] | None) -> list[float]:
+def process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
     """The values (per-process medians) of the ok trials, in trial order."""
-    return [float(p["value"]) for p in processes or [] if p.get("status") == "ok" and p.get("value")]
+    return [float(p.value) for p in processes or [] if p.status == "ok" and p.value]
 
 
 def between_process_cv(values: list[float]) -> float:
@@ -49,7 +50,7 @@ def between_process_cv(values: list[float]) -> float:
     return statistics.stdev(math.log(v) for v in values)
 
 
-def summarize_processes(processes: list[dict[str, Any]]) -> tuple[list[float], dict[str, Any]]:
+def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float], dict[str, Any]]:
     """(pooled samples, stats) of a case measured in worker processes.
 
     The pooled samples are the raw samples of all ok trials; the stats summarize them, except
@@ -61,7 +62,7 @@ def summarize_processes(processes: list[dict[str, Any]]) -> tuple[list[float], d
     """
     from benchmark.analysis.summary import process_level_ci, summarize
 
-    pooled = [x for p in processes if p.get("status") == "ok" for x in p.get("samples") or []]
+    pooled = [x for p in processes if p.status == "ok" for x in p.samples]
     stats: dict[str, Any] = summarize(pooled)
     values = process_values(processes)
     if values:

@@ -35,19 +35,16 @@ from benchmark.gate import control_fdr, decide_results  # noqa: E402
 from benchmark.gate_series import ok_process_values, run_value  # noqa: E402
 from benchmark.gates import load_gates  # noqa: E402
 from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
+from benchmark.records import ProcessValue  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 
 def _scaled(result: CaseResult, factor: float) -> CaseResult:
     """`result` with its raw samples and per-process entries `factor` times as slow."""
 
-    def one(p):
-        value = p["value"] if isinstance(p, dict) else p.value
-        fields = {
-            "value": None if value is None else value * factor,
-            "samples": [x * factor for x in (p["samples"] if isinstance(p, dict) else p.samples) or []],
-        }
-        return {**p, **fields} if isinstance(p, dict) else dataclasses.replace(p, **fields)
+    def one(p: ProcessValue) -> ProcessValue:
+        value = None if p.value is None else p.value * factor
+        return dataclasses.replace(p, value=value, samples=tuple(x * factor for x in p.samples))
 
     return dataclasses.replace(
         result,

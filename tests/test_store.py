@@ -3,6 +3,7 @@ baselines (opening it and processes writing it: test_store_access.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import socket
@@ -121,7 +122,7 @@ def test_per_process_trials_round_trip_in_trial_order(store, machine):
     assert stored.stats["processes"] == 2
     assert stored.stats["between_cv"] == pytest.approx(original.stats["between_cv"])
     (row,) = store.history("resnet50", with_samples=True)
-    assert [p.to_dict() for p in row.processes] == original.processes
+    assert row.processes == tuple(original.processes)
     assert store.history("resnet50")[0].processes is None  # summary rows stay light
     later = new_run(store, machine, offset=10)
     store.add_result(later, full_result())
@@ -131,7 +132,7 @@ def test_per_process_trials_round_trip_in_trial_order(store, machine):
 
 def test_a_process_entry_with_bad_samples_is_refused(store, machine):
     result = with_processes(full_result())
-    result.processes[0]["samples"] = [1e-3, float("nan")]
+    result.processes[0] = dataclasses.replace(result.processes[0], samples=(1e-3, float("nan")))
     run_id = new_run(store, machine)
     with pytest.raises(ValueError, match="process 0: 1 of 2 samples"):
         store.add_result(run_id, result)

@@ -58,7 +58,7 @@ def test_the_run_value_is_the_median_of_the_process_values():
         process_entry(2, 13, 9, "ok", [1.5, 1.4, 1.6]),
         process_entry(3, 14, 12, "error", None, message="worker process died"),
     ]
-    assert [e["value"] for e in entries] == [1.1, 2.1, 1.5, None]
+    assert [e.value for e in entries] == [1.1, 2.1, 1.5, None]
     pooled, stats = summarize_processes(entries)
     assert len(pooled) == 11 and stats["rounds"] == 11
     assert stats["median"] == 1.5  # of the process values, not of the pooled samples (2.0)
@@ -120,7 +120,7 @@ def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
     assert state.add(trial, {"status": "ok", "samples": [1e-3, float("nan")], "pid": 7, "iterations": 3})
     result = state.finish()
     assert result.status == "error" and result.message == "invalid timing samples: 1 of 2 in trial 1"
-    assert result.samples == [] and result.processes[0]["samples"] == [] and result.processes[0]["pid"] == 7
+    assert result.samples == [] and result.processes[0].samples == () and result.processes[0].pid == 7
 
 
 def test_checks_after_timing_fail_or_err_the_case(tmp_path):
@@ -305,10 +305,8 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
         stored = {r.case_id: r for r in store.results(run.id)}
     assert run.status == "complete"
     assert set(stored) == {"k_first", "k_slow", "k_last"}
-    assert stored["k_slow"].status == "error" and stored["k_slow"].processes[0]["status"] == "error"
-    assert [p["pid"] for p in stored["k_first"].processes] == [
-        p["pid"] for p in results["k_first"]["processes"]
-    ]
+    assert stored["k_slow"].status == "error" and stored["k_slow"].processes[0].status == "error"
+    assert [p.pid for p in stored["k_first"].processes] == [p["pid"] for p in results["k_first"]["processes"]]
     assert stored["k_first"].stats["median"] == pytest.approx(results["k_first"]["stats"]["median"])
 
 

@@ -72,7 +72,7 @@ def job_dict(job: Job) -> dict[str, Any]:
                 "spread": num(d.spread) if d else None,
                 "min_effect": s.min_effect,
                 "message": s.error or s.skipped,
-                "values": {k: [e["value"] for e in s.entries[k]] for k in SIDES},
+                "values": {k: [e.value for e in s.entries[k]] for k in SIDES},
             }
         )
     return {
@@ -106,7 +106,7 @@ def side_result(state: CaseState, label: str) -> CaseResult:
         r.samples, r.stats = [], {"rounds": 0, "processes": stats["processes"]}
     else:
         r.samples, r.stats = pooled, stats
-        r.iterations = int(next((e["iterations"] for e in r.processes if e["status"] == "ok"), 1))
+        r.iterations = next((e.iterations for e in r.processes if e.status == "ok"), 1)
     d = state.decision
     r.extra["compare"] = {
         "side": label,

@@ -14,6 +14,7 @@ import time
 
 from benchmark import measure
 from benchmark.model import Case, CaseResult
+from benchmark.records import ProcessValue
 
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10
@@ -25,7 +26,7 @@ class CaseTrials:
 
     case: Case
     result: CaseResult
-    entries: list = dataclasses.field(default_factory=list)
+    entries: list[ProcessValue] = dataclasses.field(default_factory=list)
     records: list = dataclasses.field(default_factory=list)  # the ok records, in trial order
     telemetry: dict = dataclasses.field(default_factory=dict)
     skipped: str | None = None
@@ -114,15 +115,12 @@ class CaseTrials:
         # level differences between processes (reported as between_cv) do not count twice.
         median = stats["median"]
         scaled = [
-            x * median / e["value"]
-            for e in self.entries
-            if e["status"] == "ok" and e["value"]
-            for x in e["samples"]
+            x * median / e.value for e in self.entries if e.status == "ok" and e.value for x in e.samples
         ]
         r.warnings = stability_warnings(scaled, min_rounds=10)
         cv = stats.get("between_cv")
         if cv is not None and cv == cv and cv > BETWEEN_CV_WARNING:
-            values = ", ".join(measure.format_time(e["value"]) for e in self.entries if e["status"] == "ok")
+            values = ", ".join(measure.format_time(e.value) for e in self.entries if e.status == "ok")
             r.warnings.append(
                 f"processes disagree: the {stats['processes']} process values ({values}) spread by "
                 f"{cv:.0%} (> {BETWEEN_CV_WARNING:.0%}); the machine may be busy or the case sensitive "

@@ -76,7 +76,7 @@ def markdown(job) -> str:
     ]
     for s in sorted(job.states, key=lambda s: (ORDER.get(s.verdict, 9), s.case.id)):
         d = s.decision
-        values = {k: [e["value"] for e in s.entries[k] if e["status"] == "ok"] for k in ("A", "B")}
+        values = {k: [e.value for e in s.entries[k] if e.status == "ok"] for k in ("A", "B")}
         med = {k: _median(v) for k, v in values.items()}
         ok = d is not None and math.isfinite(d.ci_low)
         interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}] at {d.confidence:.2%}" if ok else MISSING

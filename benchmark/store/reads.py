@@ -226,7 +226,7 @@ class StoreReads:
         out = []
         for row in rows:
             result = case_result_dict(row, telemetry.get(row["id"]), profiles.get(row["id"]))
-            result["processes"] = [p.to_dict() for p in processes.get(row["id"], [])]
+            result["processes"] = processes.get(row["id"], [])
             out.append(CaseResult.from_dict(result))
         return out
 
