@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.model import CaseResult
+from benchmark.records import Stats
 
 METRIC = "instructions"
 UNIT = "instructions"
@@ -51,16 +52,29 @@ VALGRIND_PACKAGE = "valgrind"  # the Debian package: valgrind itself and valgrin
 REPEATS = 3
 CHUNK_INSTRUCTIONS = 20_000_000
 MAX_CHUNK_ITERATIONS = 1024
-# Warm-up iterations before counting: a fixed number (so every run of a case starts counting from
-# the same state), cut short only by MAX_WARMUP_S for heavy steps (a model's takes seconds).
-WARMUP_ITERATIONS = 50
-WARMUP_S = 0.0  # no time criterion: it would make the number of warm-up iterations vary with load
-MAX_WARMUP = 200
-MAX_WARMUP_S = 10.0
-# The worker's environment: paddle's executor runs its ops on worker threads by default; under
-# valgrind (which serialises threads) that makes counts depend on scheduling. Serial run is set
-# unless the user set it.
-WORKER_ENV = {"FLAGS_new_executor_serial_run": "1"}
+# Warm-up iterations before counting, by case kind: a fixed number, never a time, so that every run
+# of a case starts counting from the same state (a time criterion made the number of warm-up
+# iterations, and with it the state of the allocator, the specialising interpreter and the GC, vary
+# with the machine's load). A model's step takes seconds under valgrind and settles in a few.
+WARMUP_ITERATIONS = {"op": 50, "program": 50, "model": 2}
+# A step that fills a chunk alone (probe >= CHUNK_INSTRUCTIONS) is counted one iteration a chunk:
+# after the probe, HEAVY_CHUNKS chunks; for a model (seconds to minutes an iteration under callgrind,
+# a 0.5% target) the probe is one of its two samples, so it costs two instrumented iterations.
+HEAVY_CHUNKS = {"op": 2, "program": 2, "model": 1}
+HEAVY_PROBE = frozenset({"model"})
+# The worker's environment (each unless the user set it): paddle's static executor runs its ops, and
+# frees their outputs, on worker threads by default; under valgrind (which serialises threads) what
+# the main thread then counts depends on scheduling: which thread's free() returned a block, and so
+# how much work the next malloc() does (measured: 0.1-0.15% between processes for a 100x100 program).
+# Trace mode runs a program's ops in order on the calling thread, and a negative eager-deletion
+# threshold leaves a variable's memory to be freed by that thread when it is next written, instead
+# of queueing it to the garbage-collector thread. Counts are then of the serial work; timing is
+# unaffected (only the instruction worker gets these flags).
+WORKER_ENV = {
+    "FLAGS_new_executor_serial_run": "1",
+    "FLAGS_enable_pir_in_executor_trace_run": "1",
+    "FLAGS_eager_delete_tensor_gb": "-1",
+}
 # Python's string hashing is seeded per process: dict probe sequences, and so instruction counts,
 # would move by ~0.1-0.2% between processes. A fixed seed (unless the user set one) removes that.
 WORKER_HASH_SEED = "0"
@@ -337,11 +351,16 @@ class InstructionPass:
         allocator_control: bool = True,
         timeout_s: float = CASE_TIMEOUT_S,
         entry: tuple[str, ...] | None = None,
+        keep_dumps: str | None = None,
     ):
+        """`keep_dumps`: a directory the worker moves callgrind's dump files to (one per chunk and
+        thread, named after the chunk's label), e.g. to compare two runs with callgrind_annotate;
+        None: they are deleted once read."""
         self.entry = entry  # None: the default worker entry point (see benchmark.workers.Worker)
         self.tooling = tooling
         self.allocator_control = allocator_control
         self.timeout_s = timeout_s
+        self.keep_dumps = keep_dumps
         self._worker: Any = None  # a benchmark.workers.Worker once started
         self._dumps: tempfile.TemporaryDirectory | None = None
 
@@ -387,11 +406,11 @@ class InstructionPass:
             dataclasses.replace(case, source="", line=None),
             {
                 "allocator_control": self.allocator_control,
-                "warmup": WARMUP_ITERATIONS,
-                "warmup_s": WARMUP_S,
-                "max_warmup": MAX_WARMUP,
-                "max_warmup_s": MAX_WARMUP_S,
+                "warmup": WARMUP_ITERATIONS.get(case.kind, WARMUP_ITERATIONS["op"]),
+                "heavy_chunks": HEAVY_CHUNKS.get(case.kind, HEAVY_CHUNKS["op"]),
+                "heavy_probe": case.kind in HEAVY_PROBE,
                 "repeats": REPEATS,
+                "keep_dumps": self.keep_dumps,
             },
             timeout_s=self.timeout_s,
         )
@@ -429,7 +448,7 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
     result.samples = samples
     result.iterations = int(record["iterations"])
     result.warmup_rounds = 1
-    result.stats = summarize(samples)
+    result.stats = Stats.from_dict(summarize(samples))
     result.extra.update(
         {
             "tool": "callgrind",
@@ -441,6 +460,7 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
             "other_threads_instructions": record.get("other_threads"),
             "chunks": record.get("chunks"),
             "warmup_iterations": record.get("warmup"),
+            "heap_layout": record.get("heap_layout"),
             "instrumented_s": record.get("instrumented_s"),
             "case_s": record.get("case_s"),
             "case_cpu_s": record.get("case_cpu_s"),

@@ -54,7 +54,9 @@ class Worker:
         `finalize_env`: called with the worker interpreter's own argument list, returns the
         environment to start it with (e.g. padded to a fixed size, see benchmark.instructions)."""
         read_fd, write_fd = os.pipe()
-        client = [python or sys.executable, *entry, "--records-fd", str(write_fd), *args]
+        # The fd in a fixed width: which fd the pipe got must not change the worker's argument
+        # strings (their sizes shift its heap layout, and with it an instruction count).
+        client = [python or sys.executable, *entry, "--records-fd", f"{write_fd:04d}", *args]
         cmd = [*prefix, *client]
         if finalize_env is not None:
             env = finalize_env(client)

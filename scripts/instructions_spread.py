@@ -46,8 +46,9 @@ def default_cases(paths: list[str], wanted: list[str] | None):
     return cases
 
 
-def one_pass(tooling, cases, index: int, timeout_s: float) -> dict:
-    counter = instructions.InstructionPass(tooling, timeout_s=timeout_s)
+def one_pass(tooling, cases, index: int, timeout_s: float, keep_dumps: str | None = None) -> dict:
+    keep = os.path.join(keep_dumps, f"run{index}") if keep_dumps else None
+    counter = instructions.InstructionPass(tooling, timeout_s=timeout_s, keep_dumps=keep)
     t0 = time.perf_counter()
     out = {"run": index, "cases": {}}
     try:
@@ -57,13 +58,14 @@ def one_pass(tooling, cases, index: int, timeout_s: float) -> dict:
                 "kind": case.kind,
                 "status": r.status,
                 "message": r.message,
-                "count": r.stats.get("median") if r.status == "ok" else None,
+                "count": r.stats.median if r.status == "ok" else None,
                 "samples": r.samples,
                 "iterations": r.iterations,
                 "case_s": r.extra.get("case_s"),
                 "case_cpu_s": r.extra.get("case_cpu_s"),
                 "instrumented_s": r.extra.get("instrumented_s"),
                 "warmup_iterations": r.extra.get("warmup_iterations"),
+                "heap_layout": r.extra.get("heap_layout"),
             }
             print(
                 f"run {index}: {case.id}: {r.status} {out['cases'][case.id]['count']} "
@@ -134,7 +136,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", nargs="*", default=None, help="only cases whose id contains one of these")
     p.add_argument("--kinds", default="op,program,model", help="case kinds to run (default op,program,model)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds a worker may take for one case")
-    p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "instructions_spread.json"))
+    p.add_argument(
+        "--out",
+        default=os.path.join(tempfile.gettempdir(), "instructions_spread.json"),
+        help="JSON file every count is written to (default: instructions_spread.json in the temp dir)",
+    )
+    p.add_argument(
+        "--keep-dumps",
+        default=None,
+        help="keep callgrind's dump files under DIR/runN/ (one per chunk and thread) to compare runs "
+        "function by function with callgrind_annotate",
+    )
     args = p.parse_args(argv)
     measure.pin_threads(1)
     measure.control_allocator(True)
@@ -144,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(cases)} CPU case(s), {args.runs} run(s), {args.jobs} at a time", file=sys.stderr)
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        runs = list(pool.map(lambda i: one_pass(tooling, cases, i, args.timeout), range(args.runs)))
+        runs = list(
+            pool.map(lambda i: one_pass(tooling, cases, i, args.timeout, args.keep_dumps), range(args.runs))
+        )
     report = summarize(cases, runs)
     report.update(
         runs=runs,

@@ -34,6 +34,7 @@ class Callgrind:
         self.pattern = dumps.replace("%p", str(os.getpid()))
         self.dumps = 0  # callgrind numbers the dumps of a process 1, 2, ...
         self.other_threads = 0  # instructions of threads other than the main one, in counted chunks
+        self.keep: str | None = None  # a directory the dump files are moved to (a diagnostic), or None
 
     @property
     def on_valgrind(self) -> bool:
@@ -61,7 +62,10 @@ class Callgrind:
         total = 0
         for thread, path in files.items():
             found, count = read_dump(path)
-            os.unlink(path)
+            if self.keep:
+                os.replace(path, os.path.join(self.keep, f"{label.replace('/', '_')}-{thread:02d}.callgrind"))
+            else:
+                os.unlink(path)
             if thread == 1:
                 if found != label:
                     raise RuntimeError(f"callgrind dump {path} is for {found!r}, expected {label!r}")
@@ -69,6 +73,21 @@ class Callgrind:
             else:
                 self.other_threads += count
         return total
+
+
+def heap_layout() -> dict[str, int]:
+    """Addresses that show whether two workers' heaps are laid out alike when counting starts (a
+    diagnostic: address-derived keys, e.g. threading.local's, change dict probe counts): a fresh
+    Python object's id, a fresh malloc'd block and the program break."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.sbrk.restype = ctypes.c_void_p
+    libc.sbrk.argtypes = [ctypes.c_long]
+    block = libc.malloc(64)
+    libc.free(block)
+    return {"object": id(object()), "malloc": int(block or 0), "brk": int(libc.sbrk(0) or 0)}
 
 
 _CALLGRIND: dict[tuple[str, str], Callgrind] = {}
@@ -81,11 +100,13 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
     cg = _CALLGRIND.get(key) or _CALLGRIND.setdefault(key, Callgrind(*key))
     if not cg.on_valgrind:
         raise RuntimeError("the instructions task must run under valgrind --tool=callgrind")
-    min_warmup = int(params.get("warmup", 20))
-    warmup_s = float(params.get("warmup_s", 1.0))
-    max_warmup = max(min_warmup, int(params.get("max_warmup", 200)))
-    max_warmup_s = float(params.get("max_warmup_s", 10.0))
+    warmup = int(params.get("warmup", 50))
     repeats = int(params.get("repeats", 3))
+    heavy_chunks = int(params.get("heavy_chunks", 2))
+    heavy_probe = bool(params.get("heavy_probe", False))
+    cg.keep = params.get("keep_dumps") or None
+    if cg.keep:
+        os.makedirs(cg.keep, exist_ok=True)
     t0, c0 = time.perf_counter(), time.process_time()
     prepared = runners.prepare(case)
     try:
@@ -96,22 +117,16 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
             sync()
 
         # Warm up uninstrumented so Python's specialising interpreter and the framework's caches are
-        # settled: at least 3 iterations; then until both `min_warmup` iterations and `warmup_s`
-        # seconds are reached, stopping at `max_warmup` iterations or `max_warmup_s` (heavy steps:
-        # a model's training step takes seconds under valgrind).
-        warmup, start = 0, time.perf_counter()
-        while warmup < 3 or (
-            (warmup < min_warmup or time.perf_counter() - start < warmup_s)
-            and warmup < max_warmup
-            and time.perf_counter() - start < max_warmup_s
-        ):
+        # settled: a fixed number of iterations (the parent's, by case kind), never a time, so every
+        # run starts counting from the same state whatever the machine's load.
+        for _ in range(warmup):
             iteration()
-            warmup += 1
         # No collection inside a chunk: when the cyclic GC runs depends on allocation counts
         # carried over from everything before, so it would move counts between processes.
         gc_was_enabled = gc.isenabled()
         gc.collect()
         gc.disable()
+        layout = heap_layout()
         t1 = time.perf_counter()
         other0 = cg.other_threads
         cg.start()
@@ -120,10 +135,12 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
             empty = cg.count(iteration, 0, f"{case.id}:empty")
             n = chunk_iterations(probe - empty)
             # The first instrumented chunk still counts a little more (~0.1%): it is discarded. A
-            # step that fills a chunk alone (a model's) has had its instrumented warm-up in the
-            # probe, and gets 2 chunks: each costs seconds to minutes under callgrind.
+            # step that fills a chunk alone has had its instrumented warm-up in the probe and gets
+            # `heavy_chunks` chunks (each costs seconds to minutes under callgrind); with
+            # `heavy_probe` (a model's step) the probe is a sample too.
             if probe - empty >= CHUNK_INSTRUCTIONS:
-                chunks = [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(min(repeats, 2))]
+                chunks = [probe] if heavy_probe else []
+                chunks += [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(heavy_chunks)]
             else:
                 chunks = [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(repeats + 1)][1:]
         finally:
@@ -142,6 +159,7 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
         "probe": probe,
         "other_threads": cg.other_threads - other0,
         "warmup": warmup,
+        "heap_layout": layout,
         "instrumented_s": t2 - t1,
         "case_s": time.perf_counter() - t0,
         "case_cpu_s": time.process_time() - c0,
