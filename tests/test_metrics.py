@@ -2,8 +2,8 @@
 
 The end-to-end test defines a new metric here, and only here (`peak_rss`: bytes, lower is better,
 5% minimum effect, near-deterministic), stores results of it in a real SQLite history through the
-store's write path, and runs the real judge, `benchmark gate`, the Markdown report and the trend
-plot: the verdict, the unit and the label come out of that one definition.
+store's write path, and runs the real judge, `benchmark gate`, the Markdown report, the dashboard
+and the trend plot: the verdict, the unit and the label come out of that one definition.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from benchmark.cli import main
 from benchmark.gates import GateError, load_gates
 from benchmark.metrics import BUILTIN, METRICS, TIME, Metric, MetricError, get_metric, register, unregister
 from benchmark.model import CaseResult
+from benchmark.records import Stats
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "metrics-host", "cpu_model": "test", "fingerprint": "metricsmachine01"}
@@ -75,7 +76,7 @@ def _result(value: float, k: int) -> dict:
     return CaseResult(
         case_id="resnet18-infer", name="resnet18", kind="model", place="cpu", mode="infer",
         config={"case": "resnet18"}, config_hash="cfg-resnet18", status="ok", metric="peak_rss",
-        unit="B", samples=samples, stats=summarize(samples), started_at=1.7e9 + k * DAY,
+        unit="B", samples=samples, stats=Stats.from_dict(summarize(samples)), started_at=1.7e9 + k * DAY,
     ).to_dict()  # fmt: skip
 
 
@@ -119,6 +120,16 @@ def test_a_metric_defined_in_one_place_is_stored_judged_and_reported(peak_rss, t
     md = capsys.readouterr().out
     assert "**Gate: FAIL** (1 regression(s)" in md
     assert "| `resnet18-infer` | cpu | infer | 1.2e+08 B | 1.32e+08 B | +10.0% (" in md, md
+
+    # the dashboard: the judge's badge, the latest value in the metric's unit
+    from benchmark.report import html as dashboard
+
+    with open_store(url, create=False, readonly=True) as store:
+        dash = dashboard.build_dashboard(
+            store, tmp_path / "site", run_id=runs[-1], workers=1, progress=False, plots_enabled=False
+        )
+    assert [(en.series.metric, en.analysis.status) for en in dash.entries] == [("peak_rss", "regression")]
+    assert '<td class="num">1.32e+08 B</td>' in dash.index.read_text(encoding="utf-8")
 
     # the trend plot: the metric's label and unit on the y axis, its name in the title
     from benchmark.report.compare_runs import load_series
