@@ -29,6 +29,7 @@ from typing import Any
 
 from benchmark.analysis.summary import stability_warnings, summarize
 from benchmark.model import CaseResult
+from benchmark.records import Stats
 
 # glibc mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD = -1
@@ -224,7 +225,7 @@ class Measurement:
     samples: list[float]
     iterations: int
     warmup_rounds: int
-    stats: dict[str, float]
+    stats: Stats
     device_samples: list[float] | None
     page_faults_per_iter: float
     peak_memory_bytes: int | None
@@ -276,7 +277,7 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> Measu
         samples=samples,
         iterations=p.iterations,
         warmup_rounds=1,
-        stats=stats,
+        stats=Stats.from_dict(stats),
         device_samples=dev,
         page_faults_per_iter=per_iter,
         peak_memory_bytes=prepared.peak_memory() if prepared.peak_memory else None,

@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchmark.records import ProcessValue
+from benchmark.records import ProcessValue, Stats
 
 
 class SeriesKey(NamedTuple):
@@ -339,8 +339,9 @@ class CaseResult:
     samples: list[float] = field(default_factory=list)
     iterations: int = 1
     warmup_rounds: int = 0
-    # Summary of `samples` (see benchmark.analysis.summary.summarize).
-    stats: dict[str, float] = field(default_factory=dict)
+    # Summary of `samples` (see benchmark.analysis.summary.summarize); `Stats()` with nothing set
+    # for a result without samples.
+    stats: Stats = field(default_factory=Stats.from_dict)
     # Device seconds per iteration per round (CUDA events), where a device timed it.
     device_samples: list[float] | None = None
     throughput: float | None = None
@@ -363,9 +364,10 @@ class CaseResult:
     run_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as a plain dict (its process entries as dicts too); result_id and run_id only
-        where the store set them."""
+        """The result as a plain dict (its stats and process entries as dicts too); result_id and
+        run_id only where the store set them."""
         data = dataclasses.asdict(self)
+        data["stats"] = self.stats.to_dict()
         data["processes"] = [p.to_dict() for p in self.processes]
         for key in STORE_IDS:
             if data[key] is None:
@@ -391,10 +393,12 @@ class CaseResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
-        """The result `to_dict` gave (process entries as dicts or `ProcessValue`s); unknown keys
-        are ignored."""
+        """The result `to_dict` gave (stats and process entries as dicts or as `Stats` and
+        `ProcessValue`s); unknown keys are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
         fields = {k: v for k, v in data.items() if k in names}
+        stats = data.get("stats")
+        fields["stats"] = stats if isinstance(stats, Stats) else Stats.from_dict(stats)
         fields["processes"] = [
             p if isinstance(p, ProcessValue) else ProcessValue.from_dict(p)
             for p in data.get("processes") or []

@@ -15,8 +15,6 @@ import numpy as np
 if TYPE_CHECKING:
     from benchmark.model import SeriesKey
 
-_STATS_FLOATS = ("min", "max", "mean", "median", "stddev", "q1", "q3", "iqr", "ci_low", "ci_high")
-
 
 @dataclass(frozen=True)
 class Stats:
@@ -42,12 +40,14 @@ class Stats:
     between_cv: float | None = None  # spread of the process values (stddev of their logs)
     # Keys of the dict it was read from that have no field here.
     extra: Mapping[str, Any] = field(default_factory=dict)
-    # The keys of that dict in its order, so `to_dict` gives the same dict back.
-    keys: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # The keys of that dict in its order, so `to_dict` gives the same dict back (None: not made
+    # from a dict; `to_dict` then writes rounds and every field that is set).
+    keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Stats:
-        """The stats of a stored or measured stats dict (keys it lacks stay None)."""
+    def from_dict(cls, data: Mapping[str, Any] | None = None) -> Stats:
+        """The stats of a stored or measured stats dict (keys it lacks stay None; {} gives no
+        stats, which `to_dict` writes as {})."""
         data = dict(data or {})
         names = {f.name for f in dataclasses.fields(cls)} - {"extra", "keys"}
         known = {k: v for k, v in data.items() if k in names}
@@ -58,9 +58,11 @@ class Stats:
 
     def to_dict(self) -> dict[str, Any]:
         """The stats as the plain dict they were made from (the stored JSON's `stats`)."""
-        keys = self.keys or tuple(
-            ["rounds", *(name for name in _STATS_FLOATS if getattr(self, name) is not None)]
-        )
+        if self.keys is None:
+            names = [f.name for f in dataclasses.fields(self) if f.name not in ("rounds", "extra", "keys")]
+            keys = ("rounds", *(n for n in names if getattr(self, n) is not None), *self.extra)
+        else:
+            keys = self.keys
         return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in keys}
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchmark.model import CaseResult
-from benchmark.records import ProcessValue
+from benchmark.records import ProcessValue, Stats
 
 
 def process_entry(
@@ -50,7 +50,7 @@ def between_process_cv(values: list[float]) -> float:
     return statistics.stdev(math.log(v) for v in values)
 
 
-def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float], dict[str, Any]]:
+def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float], Stats]:
     """(pooled samples, stats) of a case measured in worker processes.
 
     The pooled samples are the raw samples of all ok trials; the stats summarize them, except
@@ -71,7 +71,7 @@ def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float],
         stats["ci_low"], stats["ci_high"] = process_level_ci(values, stats.get("confidence", 0.95))
     stats["processes"] = len(values)
     stats["between_cv"] = between_process_cv(values)
-    return pooled, stats
+    return pooled, Stats.from_dict(stats)
 
 
 def bad_timings(values: Any) -> int:

@@ -130,8 +130,8 @@ def main() -> int:
                     continue
                 key = f"{r.case_id}-{r.place}-{r.mode}"
                 kinds[key] = r.kind or "?"
-                per_case.setdefault(key, []).append(float(r.stats["median"]))
-                cv = r.stats.get("between_cv")
+                per_case.setdefault(key, []).append(float(r.stats.median))
+                cv = r.stats.between_cv
                 if cv is not None and cv == cv:
                     between.setdefault(key, []).append(float(cv))
     print(f"\n{'case':<62} {'kind':<8} {'runs':>4} {'CV across runs':>14} {'between-process CV':>18}")

@@ -224,7 +224,7 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     assert {r.case_id for r in results} == {"cmp_abs", "cmp_exp"}
     for r in results:
         assert len(r.processes) == 3 and all(p.status == "ok" for p in r.processes)
-        assert r.stats["median"] == pytest.approx(sorted(p.value for p in r.processes)[1])
+        assert r.stats.median == pytest.approx(sorted(p.value for p in r.processes)[1])
     md = (tmp_path / "c.md").read_text()
     assert "B is slower" in md and "`cmp_abs`" in md
     assert (tmp_path / "c.png").stat().st_size > 1000

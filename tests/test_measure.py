@@ -122,9 +122,9 @@ def test_in_process_measurement_is_a_typed_record_that_fills_a_result(benchmark)
     found = measure.measure(benchmark, Prepared(step=step, items_per_step=8), "cpu", settings)
     assert isinstance(found, measure.Measurement)
     assert len(found.samples) >= settings.min_rounds and all(x > 0 for x in found.samples)
-    assert found.stats["median"] == pytest.approx(float(np.median(found.samples)))
+    assert found.stats.median == pytest.approx(float(np.median(found.samples)))
     assert found.device_samples is None and found.peak_memory_bytes is None  # CPU: no device timer
-    assert found.throughput == pytest.approx(8 / found.stats["median"]) and found.batch_size == 8
+    assert found.throughput == pytest.approx(8 / found.stats.median) and found.batch_size == 8
     result = CaseResult("c", "c", "op", "cpu", "dynamic", {}, "h", extra={"prepare_s": 0.1})
     found.fill(result)
     assert result.samples == found.samples and result.iterations == found.iterations

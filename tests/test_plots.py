@@ -14,6 +14,7 @@ import pytest
 
 from benchmark.analysis.summary import summarize
 from benchmark.model import CaseResult, Series, SeriesKey
+from benchmark.records import Stats
 from benchmark.report import jobs, plots, trend
 from benchmark.report.compare_runs import Row, analyse, load_series
 from benchmark.store import open_store
@@ -34,7 +35,7 @@ def _result(case_id: str, place: str, level: float, rng, **extra) -> dict:
         config={"case": case_id},
         config_hash=f"cfg-{case_id}-{place}",
         samples=samples.tolist(),
-        stats=summarize(samples),
+        stats=Stats.from_dict(summarize(samples)),
         **extra,
     ).to_dict()
 

@@ -32,12 +32,12 @@ def test_tight_rounds_in_disagreeing_processes_give_a_wide_interval():
     ]
     pooled, stats = summarize_processes(entries)
     pooled_lo, pooled_hi = median_ci(pooled)
-    assert stats["ci_low"] < 100e-6 and stats["ci_high"] > 121e-6
-    assert stats["ci_high"] - stats["ci_low"] > 2 * (pooled_hi - pooled_lo)
-    assert stats["ci_low"] < stats["median"] < stats["ci_high"]
+    assert stats.ci_low < 100e-6 and stats.ci_high > 121e-6
+    assert stats.ci_high - stats.ci_low > 2 * (pooled_hi - pooled_lo)
+    assert stats.ci_low < stats.median < stats.ci_high
 
 
 def test_a_single_process_keeps_the_interval_of_its_rounds():
     entries = [process_entry(0, 1000, 0, "ok", [1e-4 + i * 1e-7 for i in range(40)])]
     pooled, stats = summarize_processes(entries)
-    assert (stats["ci_low"], stats["ci_high"]) == median_ci(pooled)
+    assert (stats.ci_low, stats.ci_high) == median_ci(pooled)

@@ -17,6 +17,7 @@ import pytest
 from benchmark.analysis.summary import summarize
 from benchmark.cli import main
 from benchmark.model import CaseResult
+from benchmark.records import Stats
 from benchmark.report import html as dashboard
 from benchmark.report import svg as inline_svg
 from benchmark.store import open_store
@@ -70,7 +71,7 @@ def _result(case_id: str, place: str, level: float, rng, status: str = "ok") -> 
         status=status,
         message={"ok": None, "skipped": "needs a CUDA place"}.get(status, "RuntimeError: <b>boom</b>"),
         samples=samples.tolist(),
-        stats=summarize(samples) if status == "ok" else {},
+        stats=Stats.from_dict(summarize(samples) if status == "ok" else {}),
     ).to_dict()
 
 

@@ -16,6 +16,7 @@ import pytest
 from benchmark.analysis.summary import summarize
 from benchmark.cli import main
 from benchmark.model import CaseResult
+from benchmark.records import Stats
 from benchmark.report import markdown
 from benchmark.report.compare_runs import compare_run, counts, gate_passed
 from benchmark.store import open_store
@@ -54,7 +55,7 @@ def _result(case_id: str, level: float, rng, status: str = "ok", message: str | 
         status=status,
         message=message,
         samples=samples.tolist(),
-        stats=summarize(samples) if status == "ok" else {},
+        stats=Stats.from_dict(summarize(samples) if status == "ok" else {}),
     ).to_dict()
 
 

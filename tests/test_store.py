@@ -16,6 +16,7 @@ import pytest
 
 from benchmark.analysis.summary import summarize
 from benchmark.model import CaseResult, SeriesKey
+from benchmark.records import Stats
 from benchmark.store import StoreError, open_store
 
 
@@ -57,7 +58,7 @@ def full_result() -> CaseResult:
         samples=samples,
         iterations=5,
         warmup_rounds=3,
-        stats=summarize(samples),
+        stats=Stats.from_dict(summarize(samples)),
         device_samples=[s * 0.9 for s in samples],
         throughput=31234.5,
         throughput_unit="images/s",
@@ -118,9 +119,9 @@ def test_per_process_trials_round_trip_in_trial_order(store, machine):
     store.add_result(run_id, original)
     (stored,) = store.results(run_id)
     assert stored.processes == original.processes
-    assert stored.stats["median"] == original.stats["median"] == pytest.approx(1.125e-3)  # of 1.0 and 1.25 ms
-    assert stored.stats["processes"] == 2
-    assert stored.stats["between_cv"] == pytest.approx(original.stats["between_cv"])
+    assert stored.stats.median == original.stats.median == pytest.approx(1.125e-3)  # of 1.0 and 1.25 ms
+    assert stored.stats.processes == 2
+    assert stored.stats.between_cv == pytest.approx(original.stats.between_cv)
     (row,) = store.history("resnet50", with_samples=True)
     assert row.processes == tuple(original.processes)
     assert store.history("resnet50")[0].processes is None  # summary rows stay light
@@ -152,7 +153,7 @@ def test_exported_processes_import_back(store, machine, tmp_path):
     imported = import_pytest_benchmark(store, path)
     (again,) = store.results(imported.run_id)
     assert again.processes == original.processes
-    assert again.stats["median"] == pytest.approx(original.stats["median"])
+    assert again.stats.median == pytest.approx(original.stats.median)
 
 
 def test_results_that_are_not_numbers_stay_that_way(store, machine, make_result):
@@ -163,7 +164,7 @@ def test_results_that_are_not_numbers_stay_that_way(store, machine, make_result)
     assert by_case["op.skip"].status == "skipped"
     assert by_case["op.skip"].message == "no CUDA device"
     assert by_case["op.skip"].samples == []
-    assert "median" not in by_case["op.skip"].stats
+    assert by_case["op.skip"].stats.median is None
     assert by_case["op.err"].status == "error"
 
 
@@ -172,8 +173,8 @@ def test_nan_and_numpy_values_are_stored_as_plain_json(store, machine, make_resu
     run_id = new_run(store, machine)
     store.add_result(run_id, make_result(samples=[1e-3, 1e-3, 1e-3], stats=stats, extra={"n": np.int64(3)}))
     (stored,) = store.results(run_id)
-    assert stored.stats["cv"] is None
-    assert stored.stats["odd"] == 1.5
+    assert stored.stats.cv is None
+    assert stored.stats.extra["odd"] == 1.5
     assert stored.extra == {"n": 3}
 
 

@@ -221,8 +221,8 @@ def test_import_a_real_pytest_benchmark_file(db_url, tmp_path, capsys):
         stored = results[bench["fullname"]]
         assert stored.kind == "imported"
         assert stored.samples == bench["stats"]["data"]
-        assert stored.stats["rounds"] == bench["stats"]["rounds"]
-        assert stored.stats["median"] == pytest.approx(bench["stats"]["median"])
+        assert stored.stats.rounds == bench["stats"]["rounds"]
+        assert stored.stats.median == pytest.approx(bench["stats"]["median"])
         assert stored.iterations == bench["stats"]["iterations"]
     sorted_case = results[next(b["fullname"] for b in produced["benchmarks"] if b["name"] == "test_sorted")]
     assert sorted_case.extra["pytest_benchmark"]["extra_info"] == {"note": "measured"}

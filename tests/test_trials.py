@@ -60,12 +60,12 @@ def test_the_run_value_is_the_median_of_the_process_values():
     ]
     assert [e.value for e in entries] == [1.1, 2.1, 1.5, None]
     pooled, stats = summarize_processes(entries)
-    assert len(pooled) == 11 and stats["rounds"] == 11
-    assert stats["median"] == 1.5  # of the process values, not of the pooled samples (2.0)
-    assert stats["processes"] == 3
-    assert stats["between_cv"] == pytest.approx(statistics.stdev(math.log(v) for v in (1.1, 2.1, 1.5)))
+    assert len(pooled) == 11 and stats.rounds == 11
+    assert stats.median == 1.5  # of the process values, not of the pooled samples (2.0)
+    assert stats.processes == 3
+    assert stats.between_cv == pytest.approx(statistics.stdev(math.log(v) for v in (1.1, 2.1, 1.5)))
     _, single = summarize_processes(entries[:1])
-    assert single["processes"] == 1 and math.isnan(single["between_cv"])
+    assert single.processes == 1 and math.isnan(single.between_cv)
     # Older results and in-process measurement have no processes.
     assert (
         CaseResult.from_dict({**CaseResult("x", "x", "op", "cpu", "dynamic", {}, "h").to_dict()}).processes
@@ -307,7 +307,7 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     assert set(stored) == {"k_first", "k_slow", "k_last"}
     assert stored["k_slow"].status == "error" and stored["k_slow"].processes[0].status == "error"
     assert [p.pid for p in stored["k_first"].processes] == [p["pid"] for p in results["k_first"]["processes"]]
-    assert stored["k_first"].stats["median"] == pytest.approx(results["k_first"]["stats"]["median"])
+    assert stored["k_first"].stats.median == pytest.approx(results["k_first"]["stats"]["median"])
 
 
 def test_processes_zero_measures_in_the_pytest_process(tmp_path):

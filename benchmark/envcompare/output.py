@@ -93,6 +93,7 @@ def job_dict(job: Job) -> dict[str, Any]:
 def side_result(state: CaseState, label: str) -> CaseResult:
     """The case's result on one side: per-process entries, pooled samples, run value."""
     from benchmark.model import CaseResult
+    from benchmark.records import Stats
     from benchmark.results import summarize_processes
 
     r = CaseResult.for_case(state.case)
@@ -101,9 +102,9 @@ def side_result(state: CaseState, label: str) -> CaseResult:
     pooled, stats = summarize_processes(r.processes)
     if state.skipped is not None:
         r.status, r.message = "skipped", state.skipped
-    elif stats["processes"] == 0 or (state.error and state.error.startswith(f"side {label}:")):
+    elif stats.processes == 0 or (state.error and state.error.startswith(f"side {label}:")):
         r.status, r.message = "error", state.error or "no trial measured"
-        r.samples, r.stats = [], {"rounds": 0, "processes": stats["processes"]}
+        r.samples, r.stats = [], Stats(rounds=0, processes=stats.processes)
     else:
         r.samples, r.stats = pooled, stats
         r.iterations = next((e.iterations for e in r.processes if e.status == "ok"), 1)

@@ -14,7 +14,7 @@ import time
 
 from benchmark import measure
 from benchmark.model import Case, CaseResult
-from benchmark.records import ProcessValue
+from benchmark.records import ProcessValue, Stats
 
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10
@@ -85,7 +85,7 @@ class CaseTrials:
             return r
         if self.error:
             r.status, r.message = "error", self.error
-            r.stats = {"rounds": 0, "processes": len(self.records)}
+            r.stats = Stats(rounds=0, processes=len(self.records))
             return r
         pooled, stats = summarize_processes(self.entries)
         records = self.records
@@ -113,16 +113,16 @@ class CaseTrials:
         r.extra.update(first.get("info") or {})
         # Within-process stability: each process's samples scaled to the run value, so that the
         # level differences between processes (reported as between_cv) do not count twice.
-        median = stats["median"]
+        median = stats.median or 0.0
         scaled = [
             x * median / e.value for e in self.entries if e.status == "ok" and e.value for x in e.samples
         ]
         r.warnings = stability_warnings(scaled, min_rounds=10)
-        cv = stats.get("between_cv")
+        cv = stats.between_cv
         if cv is not None and cv == cv and cv > BETWEEN_CV_WARNING:
             values = ", ".join(measure.format_time(e.value) for e in self.entries if e.status == "ok")
             r.warnings.append(
-                f"processes disagree: the {stats['processes']} process values ({values}) spread by "
+                f"processes disagree: the {stats.processes} process values ({values}) spread by "
                 f"{cv:.0%} (> {BETWEEN_CV_WARNING:.0%}); the machine may be busy or the case sensitive "
                 "to process state (try more processes)"
             )
@@ -159,7 +159,7 @@ def apply_checks(r: CaseResult, record: dict) -> None:
             r.message = f"accuracy vs {r.accuracy['reference']}: {r.accuracy.get('message')}"
     torch = record.get("torch")
     if torch is not None:
-        median = r.stats.get("median")
+        median = r.stats.median
         if torch.get("status") == "ok":
             torch["paddle_over_torch"] = median / torch["median"] if median and torch.get("median") else None
         r.extra["torch"] = torch

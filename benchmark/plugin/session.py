@@ -27,6 +27,7 @@ from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
 from benchmark.plugin.hooks import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.plugin.selection import as_torch_case, csv, select_cases, shard_cases
+from benchmark.records import Stats
 from benchmark.results import json_safe
 
 if TYPE_CHECKING:
@@ -296,7 +297,7 @@ class BenchSession:
         problem = timing_problem(result)
         if problem:  # NaN, inf or non-positive timings are an error of the case, never numbers
             result.status, result.message = "error", f"invalid timing samples: {problem}"
-            result.samples, result.device_samples, result.stats = [], None, {"rounds": 0}
+            result.samples, result.device_samples, result.stats = [], None, Stats()
         self.results.append(result)
         # The history first, at once; side outputs after it, and never able to lose it. The JSON
         # summary (all results, rewritten whole) is refreshed every few seconds and at the end.

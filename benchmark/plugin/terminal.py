@@ -13,6 +13,7 @@ from benchmark import measure
 from benchmark.metrics import METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
+from benchmark.records import Stats
 
 
 def header_line(bench: BenchSession) -> str:
@@ -177,22 +178,22 @@ def _write_metric_table(tr, name: str, results: list) -> None:
         from benchmark.instructions import spread
 
         tr.write_line(
-            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {m.cell(r.stats.get('median', 0)):>14} "
+            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {m.cell(r.stats.median or 0):>14} "
             f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
         )
 
 
 def _write_time_row(tr, r) -> None:
     """One result of the time table, with its warnings, error and torch comparison below it."""
-    s = r.stats or {}
+    s = r.stats
     if r.status != "ok" and not r.samples:
         tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
         return
-    ci = f"{measure.format_time(s.get('ci_low'))} .. {measure.format_time(s.get('ci_high'))}"
+    ci = f"{measure.format_time(s.ci_low)} .. {measure.format_time(s.ci_high)}"
     thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
     tr.write_line(
-        f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.get('median')):>10} "
-        f"{measure.format_time(s.get('iqr')):>9} {ci:>22} {s.get('rounds', 0):>5} {_between(s)}  {thr}"
+        f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.median):>10} "
+        f"{measure.format_time(s.iqr):>9} {ci:>22} {s.rounds:>5} {_between(s)}  {thr}"
     )
     for w in r.warnings:
         tr.write_line(f"    warning: {w}", yellow=True)
@@ -206,13 +207,13 @@ def _write_time_row(tr, r) -> None:
         )
 
 
-def _between(stats: dict) -> str:
+def _between(stats: Stats) -> str:
     """The summary table's P (ok worker processes) and between (their spread, `between_cv`)
     columns; blank for in-process measurement."""
-    processes = stats.get("processes")
+    processes = stats.processes
     if not processes:
         return f"{'':>2} {'':>7}"
-    cv = stats.get("between_cv")
+    cv = stats.between_cv
     spread = f"{cv:.1%}" if cv is not None and cv == cv else "-"
     return f"{processes:>2} {spread:>7}"
 
