@@ -27,7 +27,8 @@ from benchmark.records import ProcessValue, Stats
 
 class SeriesKey(NamedTuple):
     """What makes results one series on one machine: case id, config hash, place, mode and metric
-    ("time" or "instructions"). A tuple: it compares, hashes and unpacks as one."""
+    (a stored metric of benchmark/metrics.py: "time", "instructions"). A tuple: it compares, hashes
+    and unpacks as one."""
 
     case_id: str
     config_hash: str
@@ -331,8 +332,9 @@ class CaseResult:
     tags: list[str] = field(default_factory=list)
     status: str = "ok"
     message: str | None = None
-    # What the samples measure: "time" (seconds per iteration) or "instructions" (instructions per
-    # iteration, from callgrind; benchmark/instructions.py). Part of the series key.
+    # What the samples measure, a metric of benchmark/metrics.py: "time" (seconds per iteration) or
+    # "instructions" (instructions per iteration, from callgrind; benchmark/instructions.py). Part
+    # of the series key; `unit` is that metric's unit.
     metric: str = "time"
     unit: str = "s"
     # Host wall-clock seconds per iteration, one value per timed round (the raw samples).
