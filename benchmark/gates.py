@@ -110,8 +110,10 @@ class GatesFile(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _gather_sections(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or _SECTIONS in data:
+        if not isinstance(data, dict):
             return data
+        if _SECTIONS in data:  # the name of the gathered sections, not a key of the file
+            raise ValueError(f"{_SECTIONS}: unknown field")
         sections = _sections()
         data = dict(data)
         data[_SECTIONS] = {k: data.pop(k) for k in list(data) if k in sections}

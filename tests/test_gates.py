@@ -48,6 +48,7 @@ def test_missing_file_means_defaults(tmp_path):
         ("instructions: {min_effect: -1}\n", "'instructions.min_effect'"),
         ("instructions: {colour: red}\n", "'instructions.colour': unknown field"),
         ("throughput: {min_effect: 0.1}\n", "'throughput': unknown field"),
+        ("metric_sections: {}\n", "metric_sections: unknown field"),
         ("overrides: [{match: a, colour: red}]\n", "'overrides.0.colour': unknown field"),
         ("defaults: [\n", "YAML error"),
         ("defaults: !!python/object/apply:os.system [ls]\n", "YAML error"),
