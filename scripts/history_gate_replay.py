@@ -4,15 +4,15 @@
 
 The history at URL holds N runs of the same code (e.g. the 20 runs `scripts/unchanged_gate.py`
 records). Under unchanged code the runs are exchangeable, so each trial draws a random order of
-them, takes the first N-2 as the series' history and judges the last two as the first and second
-run after a change: one case's results in those two runs (raw samples and per-process values) are
+them, takes the first N-K as the series' history and judges the last K (`--after`, default 2) as the
+runs after a change: one case's results in those runs (raw samples and per-process values) are
 multiplied by (1 + slowdown), as if its operator had slowed down without its config changing. The
 judge is the one `benchmark gate` uses (`benchmark.gate.decide_results`, then Benjamini-Hochberg
 across the run with `control_fdr`), with the settings of configs/gates.yaml (`--gates`). The
 slowed case goes round the recorded time series, one per trial.
 
-It prints, per case: the share of its trials whose gate failed on it at the first changed run and
-by the second (target: >= 90% by the second for a 5% slowdown), its between-run noise in the
+It prints, per case: the share of its trials whose gate failed on it by the 1st, 2nd, ... changed
+run (`--after`, default 2; target: >= 90% by the second for a 5% slowdown), its between-run noise in the
 recording, its minimum effect; and over all trials how often any other case failed (false
 alarms). With `--slowdown 0` every failure is a false one. A benchmark on recorded data, not a test.
 """
@@ -82,23 +82,25 @@ def load(db: str) -> list[dict[SeriesKey, CaseResult]]:
     return runs
 
 
-def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr_alpha: float):
-    """Per slowed case: [failed at the first changed run, failed by the second]; the other cases'
-    failures; the number of judged runs."""
+def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr_alpha: float, after: int = 2):
+    """Per slowed case: [trials whose gate failed on it by the 1st, 2nd, ... `after`-th changed
+    run, trials]; the other cases' failures (each a false one)."""
     keys = sorted(set.intersection(*(set(r) for r in runs)))
     rng = np.random.default_rng(seed)
-    caught = {k: [0, 0, 0] for k in keys}  # first, by second, trials
+    caught = {k: [0] * (after + 1) for k in keys}
     others: collections.Counter = collections.Counter()
     for t in range(trials):
         target = keys[t % len(keys)]
+        name = (target.case_id, target.place, target.mode)
         order = [runs[i] for i in rng.permutation(len(runs))]
         # run positions 1..N stand in for run ids: what the judge reports, in time order
         timeline: dict[SeriesKey, list[tuple[int, CaseResult]]] = {k: [] for k in keys}
-        for pos, run in enumerate(order[:-2], start=1):
+        for pos, run in enumerate(order[:-after], start=1):
             for k in keys:
                 timeline[k].append((pos, dataclasses.replace(run[k], run_id=pos)))
-        hit = []
-        for pos, run in enumerate(order[-2:], start=len(order) - 1):
+        first_hit = None
+        for i, run in enumerate(order[-after:]):
+            pos = len(order) - after + 1 + i
             results = {
                 k: dataclasses.replace(_scaled(run[k], 1.0 + slowdown) if k == target else run[k], run_id=pos)
                 for k in keys
@@ -107,14 +109,15 @@ def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr_alpha: floa
             decisions = decide_results(results.values(), bases, gates)
             control_fdr(decisions, fdr_alpha)
             failed = {(d.case_id, d.place, d.mode) for d in decisions if d.verdict in FAILING}
-            hit.append((target.case_id, target.place, target.mode) in failed)
-            for f in failed - {(target.case_id, target.place, target.mode)}:
+            if name in failed and first_hit is None:
+                first_hit = i
+            for f in failed - {name}:
                 others[f] += 1
             for k in keys:
                 timeline[k].append((pos, results[k]))
-        caught[target][0] += hit[0]
-        caught[target][1] += hit[0] or hit[1]
-        caught[target][2] += 1
+        for i in range(after):
+            caught[target][i] += first_hit is not None and first_hit <= i
+        caught[target][after] += 1
     return caught, others
 
 
@@ -131,6 +134,12 @@ def main(argv=None) -> int:
         "--slowdown", type=float, default=0.05, help="relative slowdown of the slowed case (0: none)"
     )
     parser.add_argument("--trials", type=int, default=200, help="trials in all, spread over the cases")
+    parser.add_argument(
+        "--after",
+        type=int,
+        default=2,
+        help="changed runs judged after the change (default 2; the target is by the 2nd)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the run orders")
     parser.add_argument(
         "--fdr-alpha",
@@ -148,16 +157,23 @@ def main(argv=None) -> int:
         )
     gates = load_gates(args.gates)
     fdr_alpha = gates.spec.defaults.alpha if args.fdr_alpha is None else args.fdr_alpha
-    caught, others = replay(runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha)
+    if not 1 <= args.after <= len(runs) - 12:
+        parser.error(
+            f"--after {args.after}: expected 1..{len(runs) - 12} (12 earlier runs must stay as history)"
+        )
+    caught, others = replay(runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha, args.after)
     print(
         f"{len(runs)} recorded runs, {len(caught)} time series, slowdown {args.slowdown:+.1%}, {args.trials} trials"
         + f", Benjamini-Hochberg at {fdr_alpha:g}"
     )
     print(
-        f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} {'1st run':>8} {'by 2nd':>7} {'trials':>6}"
+        f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} "
+        + "".join(f" {f'by {i}.':>6}" for i in range(1, args.after + 1))
+        + f" {'trials':>6}"
     )
     shares = []
-    for k, (first, second, n) in caught.items():
+    for k, counts in caught.items():
+        *by, n = counts
         if not n:
             continue
         values = [
@@ -166,15 +182,17 @@ def main(argv=None) -> int:
         logs = np.log(np.asarray(values, dtype=float))
         noise = float(np.std(np.diff(logs), ddof=1) / np.sqrt(2))
         min_effect = gates.for_case(k.case_id, runs[0][k].name, k.place, "time").min_effect
-        shares.append(second / n)
+        shares.append(by[min(1, args.after - 1)] / n)
         print(
-            f"{k.case_id:<50} {k.place:<5} {k.mode:<9} {noise:6.1%} {min_effect:7.0%} {first / n:8.0%} {second / n:7.0%} {n:6d}"
+            f"{k.case_id:<50} {k.place:<5} {k.mode:<9} {noise:6.1%} {min_effect:7.0%}"
+            + "".join(f" {b / n:6.0%}" for b in by)
+            + f" {n:6d}"
         )
     print(
-        f"cases caught by the 2nd run in >= 90% of their trials: {sum(s >= 0.9 for s in shares)} of {len(shares)}; "
+        f"cases caught by run {min(2, args.after)} after the change in >= 90% of their trials: {sum(s >= 0.9 for s in shares)} of {len(shares)}; "
         f"median share {statistics.median(shares):.0%}"
     )
-    judged = 2 * args.trials
+    judged = args.after * args.trials
     print(
         f"other cases failing: {sum(others.values())} failures in {judged} judged runs ({len(others)} distinct cases)"
     )
