@@ -47,7 +47,8 @@ DPI = 110
 
 
 def rate_scale(values: Iterable[float], unit: str = "samples/s") -> tuple[float, str]:
-    """(factor, unit) for a throughput: samples/s, k samples/s, M samples/s ..."""
+    """(factor, unit) for values of a unit that is not seconds (a throughput, a count, bytes): the
+    unit with a k, M or G prefix that fits their median (``M samples/s``, ``M instructions``)."""
     x = np.abs(np.asarray(list(values), dtype=float))
     x = x[np.isfinite(x) & (x > 0)]
     ref = float(np.median(x)) if x.size else 1.0
