@@ -183,3 +183,20 @@ def test_a_stored_metric_this_checkout_does_not_define_is_a_clear_gate_error(tmp
     assert main(["gate", "--db", url, "--run", str(runs[-1])]) == 2
     err = capsys.readouterr().err
     assert "resnet18-infer [cpu infer]: unknown metric 'peak_rss'" in err, err
+
+
+def test_the_trend_plot_of_an_instruction_series_is_labelled_by_its_metric():
+    import numpy as np
+
+    from benchmark.model import Series, SeriesKey
+    from benchmark.report.trend import series_metric, trend_plot
+
+    counts = Series(
+        key=SeriesKey("abs-cpu", "h", "cpu", "dynamic", "instructions"), name="abs", machine="m", series_id=1,
+        unit="instructions", run_ids=[1, 2], times=[1.0, 2.0], commits=["a", "b"],
+        values=np.array([6.3721e6, 6.3722e6]), ci_low=np.array([6.37e6, 6.37e6]), ci_high=np.array([6.38e6, 6.38e6]),
+    )  # fmt: skip
+    assert series_metric(counts) == "instructions"
+    fig = trend_plot(counts, metric=series_metric(counts))
+    assert fig.axes[0].get_ylabel() == "instructions per iteration (M instructions)"
+    assert "instructions" in fig.axes[0].get_title()
