@@ -120,8 +120,9 @@ def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
 
 def write_summary(tr, bench: BenchSession) -> None:
     """The summary table of the run's time results (collection order), a table per other metric
-    (instruction counts: benchmark/metrics.py names each one's label and unit), the cases not run on this machine (a short section of their own, one line per reason), where the
-    results went, and the problems of the session (one line each)."""
+    (instruction counts; benchmark/metrics.py gives each one's label and unit), the cases not run
+    on this machine (a short section of their own, one line per reason), where the results went,
+    and the problems of the session (one line each)."""
     if bench.disabled:
         tr.write_line(
             f"benchmark: --benchmark-disable: {bench.checked} case(s) ran once, untimed; nothing recorded"
