@@ -194,7 +194,7 @@ def test_the_trend_plot_of_an_instruction_series_is_labelled_by_its_metric():
     counts = Series(
         key=SeriesKey("abs-cpu", "h", "cpu", "dynamic", "instructions"), name="abs", machine="m", series_id=1,
         unit="instructions", run_ids=[1, 2], times=[1.0, 2.0], commits=["a", "b"],
-        values=np.array([6.3721e6, 6.3722e6]), ci_low=np.array([6.37e6, 6.37e6]), ci_high=np.array([6.38e6, 6.38e6]),
+        values=np.array([6.3721e6, 6.3722e6]), ci_low=np.array([6.37e6] * 2), ci_high=np.array([6.38e6] * 2),
     )  # fmt: skip
     assert series_metric(counts) == "instructions"
     fig = trend_plot(counts, metric=series_metric(counts))
