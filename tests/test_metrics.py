@@ -200,3 +200,46 @@ def test_the_trend_plot_of_an_instruction_series_is_labelled_by_its_metric():
     fig = trend_plot(counts, metric=series_metric(counts))
     assert fig.axes[0].get_ylabel() == "instructions per iteration (M instructions)"
     assert "instructions" in fig.axes[0].get_title()
+
+
+def test_a_wall_clock_metric_defined_here_goes_through_the_history_judge(tmp_path):
+    """A noisy metric (its own stored series, in seconds, higher is better) is judged like time: the
+    online detector over its history, in its direction, with its minimum effect."""
+    import numpy as np
+
+    from benchmark.gate import evaluate
+    from benchmark.results import process_entry, summarize_processes
+
+    metric = register(Metric("idle_s", "s", "idle time per step", higher_is_better=True, min_effect=0.1))
+    rng = np.random.default_rng(7)
+
+    def result(level: float) -> dict:
+        levels = level * np.exp(rng.normal(0.0, 0.01, 3))
+        entries = [
+            process_entry(k, 100 + k, k, "ok", list(lv * np.exp(rng.normal(0.0, 0.005, 10))), 10)
+            for k, lv in enumerate(levels)
+        ]
+        pooled, stats = summarize_processes(entries)
+        return CaseResult(
+            case_id="op-idle", name="op", kind="op", place="cpu", mode="dynamic", config={}, config_hash="cfg",
+            metric="idle_s", unit="s", samples=pooled, stats=stats, processes=entries,
+        ).to_dict()  # fmt: skip
+
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    try:
+        with open_store(url) as store:
+            runs = []
+            for k in range(16):
+                run_id = store.begin_run(MACHINE, {"started_at": 1.7e9 + k * DAY})
+                store.add_results(run_id, [result(2e-3 * (0.7 if k >= 14 else 1.0))])  # 30% less idle
+                store.finish_run(run_id)
+                runs.append(run_id)
+            gates = load_gates(tmp_path / "none.yaml")
+            (steady,) = evaluate(store, runs[-3], gates)
+            (dropped,) = evaluate(store, runs[-1], gates)
+    finally:
+        unregister(metric.name)
+    assert (steady.metric, steady.verdict, steady.evidence_kind) == ("idle_s", "pass", "history")
+    assert (dropped.verdict, dropped.unit, dropped.min_effect) == ("regression", "s", 0.1), dropped
+    assert -0.32 < dropped.effect < -0.28 and dropped.change_run_id == runs[-2], dropped
+    assert metric.format(dropped.value).endswith(" ms") and metric.format(1.4e-3) == "1.400 ms"
