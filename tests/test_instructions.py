@@ -211,11 +211,10 @@ def test_real_callgrind_counts_are_positive_and_repeat_across_processes(counted_
     assert other.status == "ok", other.message
     second = other.stats.median
     assert first > 1000 and second > 1000
-    # Issue 12 asks for 0.1%. Measured on this 2-core machine for this framework-bound 16x16 op:
-    # 0.00-0.15% between processes started one after the other, up to 1.1% for these two, which run
-    # at the same time (one of them inside a suite): the count still depends on the heap layout the
-    # framework's import-time threads leave. 2% keeps this test about what is guaranteed.
-    assert abs(first / second - 1) <= 0.02, (first, second)
+    # Issue 12's 0.1%, for two workers started at the same time by different parents (a suite and
+    # this test): what used to move the count between them (the pipe's fd number in the worker's
+    # arguments, a warm-up cut by time) is held fixed, so they count alike.
+    assert abs(first / second - 1) <= 0.001, (first, second)
     assert counted[0]["unit"] == "instructions" and counted[0]["extra"]["tool"] == "callgrind"
     # The time result of the same case is its own series, measured natively.
     timed = [r for r in results if r["metric"] == "time"]
@@ -269,6 +268,12 @@ def test_worker_env_keeps_only_what_counts_and_pads_to_a_fixed_size():
     b = instructions.worker_env(environ={"PATH": "/usr/bin", "HOME": "/root", "FLAGS_check_nan_inf": "0"})
     assert "PYTEST_CURRENT_TEST" not in a and b["FLAGS_check_nan_inf"] == "0"
     assert a["PYTHONHASHSEED"] == instructions.WORKER_HASH_SEED and a["OMP_NUM_THREADS"] == "1"
+    # paddle's static executor runs serially, freeing on the calling thread (unless the user says)
+    assert a["FLAGS_enable_pir_in_executor_trace_run"] == "1" and a["FLAGS_eager_delete_tensor_gb"] == "-1"
+    assert (
+        instructions.worker_env(environ={"FLAGS_eager_delete_tensor_gb": "0"})["FLAGS_eager_delete_tensor_gb"]
+        == "0"
+    )
     user_seed = instructions.worker_env(environ={"PYTHONHASHSEED": "7"})
     assert user_seed["PYTHONHASHSEED"] == "7"
 
