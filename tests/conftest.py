@@ -16,13 +16,17 @@ import pytest
 PG_URL_ENV = "BENCHMARK_TEST_PG_URL"
 
 
+# Plugins the pytest processes tests start (`pytest benchmark/ ...`) never use: hypothesis' (only
+# tests/test_security.py uses hypothesis, in this process; loading it costs about 1.5 s of CPU per
+# process), anyio's and platformdirs' (which load anyio, asyncio and, where installed, trio).
+CHILD_PYTEST_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:platformdirs"
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _child_pytest_without_hypothesis():
-    """The pytest processes tests start (`pytest benchmark/ ...`) do not load hypothesis' plugin,
-    which imports all of hypothesis (about 1.5 s of CPU per process); only tests/test_security.py
-    uses hypothesis, in this process. Through $PYTEST_ADDOPTS, which child processes inherit."""
+def _child_pytest_without_unused_plugins():
+    """Child pytest processes get CHILD_PYTEST_ADDOPTS through $PYTEST_ADDOPTS, which they inherit."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PYTEST_ADDOPTS", f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:hypothesispytest".strip())
+        mp.setenv("PYTEST_ADDOPTS", f"{os.environ.get('PYTEST_ADDOPTS', '')} {CHILD_PYTEST_ADDOPTS}".strip())
         yield
 
 

@@ -38,8 +38,7 @@ def pytest_bench_update_run_metadata(config, metadata):
 
 
 def pytest_run(cwd: Path, *args: str, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    env.pop("PYTEST_ADDOPTS", None)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}  # with $PYTEST_ADDOPTS from tests/conftest.py
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]

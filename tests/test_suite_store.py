@@ -118,18 +118,19 @@ def test_a_bad_history_stops_the_suite_before_any_case(tmp_path, kind):
         assert db.read_bytes() == before, "the file is untouched"
 
 
-def test_an_unwritable_json_path_is_one_line_before_anything_is_measured(tmp_path):
+def test_an_unwritable_json_path_is_one_line_before_anything_is_measured(tmp_path, machine, make_result):
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    with open_store(url) as store:  # a history of one run, seeded through the store
+        run_id = store.begin_run(machine, {"started_at": time.time(), "hostname": "h", "pid": 1})
+        store.add_results(run_id, [make_result(f"s_abs[{n}]") for n in range(6)])
+        store.finish_run(run_id)
     blocker = tmp_path / "summary-a.json"  # start_suite writes its summary under this name...
-    proc = start_suite(tmp_path, url, max_time=0.05)
-    proc.communicate(timeout=300)
-    blocker.unlink()
     blocker.mkdir()
-    (blocker / "x").write_text("")  # ...which is now a non-empty folder: os.replace cannot land there
+    (blocker / "x").write_text("")  # ...which is a non-empty folder: os.replace cannot land there
     proc = start_suite(tmp_path, url, max_time=0.05)
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 4, out[-2000:]
     assert "--bench-json" in out and "Traceback" not in out
     with open_store(url, readonly=True) as store:
         (run,) = store.runs()
-    assert run.status == "complete" and run.results == 6, "the first run's history is intact"
+    assert run.status == "complete" and run.results == 6, "the history is intact"
