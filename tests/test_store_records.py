@@ -112,6 +112,10 @@ def check_history(url: str, summary: dict) -> None:
     for p in point.processes:
         assert p.status == "ok" and isinstance(p.pid, int) and isinstance(p.samples, tuple)
         assert p.value == pytest.approx(statistics.median(p.samples))
+    # The run's CaseResult holds the same typed entries and stats, and writes the summary's dicts.
+    assert isinstance(stored.stats, Stats) and stored.stats.median == point.median
+    assert stored.stats.processes == 2 and stored.processes == list(point.processes)
+    assert set(stored.to_dict()["stats"]) == set(measured["stats"])
     # Without samples the point is the same but light.
     assert light.samples is None and light.processes is None
     assert (light.result_id, light.stats) == (point.result_id, point.stats)
