@@ -180,9 +180,6 @@ class BenchSession:
     def begin_run(self, items: list) -> None:
         """After collection and deselection: the run starts, naming the cases it will store, so its
         status can be checked against them; a heartbeat thread keeps its lease while it runs."""
-        from benchmark.store import StoreError
-        from benchmark.store.core import HEARTBEAT_PERIOD_S
-
         self.expected = item_cases(items)
         counted = [c for c in self.expected if self.counts_instructions(c)]
         self.run_info["expected_results"] = len(self.expected) + len(counted)
@@ -190,6 +187,9 @@ class BenchSession:
         self.run_info["run_group"] = self.run_group
         if self.store is None:
             return
+        from benchmark.store import StoreError  # imported only with a store: --bench-no-store starts faster
+        from benchmark.store.core import HEARTBEAT_PERIOD_S
+
         self.run_info["heartbeat_s"] = HEARTBEAT_PERIOD_S
         try:
             self.run_id = self.store.begin_run(self.machine, self.run_info)
@@ -369,12 +369,12 @@ class BenchSession:
     def finish(self, exitstatus: int) -> bool:
         """Close the run: history first, then the JSON summary. Returns False when either could
         not be written (each problem is kept as one line for the end of the session)."""
-        from benchmark.store import StoreError
-
         if self.instructions is not None:
             self.instructions.close()
         self.status, self.note = self.final_status(exitstatus)
         if self.store is not None and self.run_id is not None:
+            from benchmark.store import StoreError
+
             try:
                 self.status = self.store.finish_run(self.run_id, self.status, note=self.note)
             except StoreError as e:
@@ -388,6 +388,8 @@ class BenchSession:
             where = f"; every result is in history run {self.run_id}" if self.stored else ""
             self.problems.append(f"--bench-json: the summary was not written: {self.json_error}{where}")
             if self.store is not None and self.run_id is not None and self.store_error is None:
+                from benchmark.store import StoreError
+
                 with contextlib.suppress(StoreError):  # the run record says so too (the gate prints it)
                     self.store.add_note(self.run_id, f"JSON summary not written: {self.json_error}")
         return not self.problems
