@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from benchmark import measure
-from benchmark.analysis.summary import median_ci, stability_warnings, summarize
+from benchmark.analysis.summary import (
+    bimodality_coefficient,
+    median_ci,
+    process_level_ci,
+    stability_warnings,
+    summarize,
+)
 
 
 def test_plan_sizes_rounds_to_round_time_and_bounds_rounds():
@@ -88,6 +94,32 @@ def test_median_ci_covers_the_true_median_about_95_percent():
         lo, hi = median_ci(rng.exponential(size=30))
         hits += lo <= np.log(2) <= hi
     assert 0.93 <= hits / 2000 <= 0.99
+
+
+def test_the_summary_statistics_are_scipy_stats_definitions():
+    """The summary computes with scipy.special (no scipy.stats import in every worker): the same
+    binomial and t quantiles and bias-corrected skewness/kurtosis as scipy.stats."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(2)
+    for n in [*range(6, 400), 1_000, 10_007, 100_000]:
+        x = np.sort(rng.lognormal(size=n))
+        j = max(int(sps.binom.ppf(0.025, n, 0.5)), 1)
+        assert median_ci(x) == (x[j - 1], x[n - j]), n
+    for n in range(2, 40):
+        v = rng.lognormal(size=n)
+        half = sps.t.ppf(0.975, n - 1) * np.log(v).std(ddof=1) / np.sqrt(n)
+        assert process_level_ci(v) == pytest.approx(
+            np.exp(np.log(v).mean() + np.array([-half, half])), rel=1e-12
+        )
+    for n in (4, 5, 20, 300):
+        x = np.concatenate([rng.normal(1, 0.01, n), rng.normal(1.3, 0.01, n)])
+        g, k = sps.skew(x, bias=False), sps.kurtosis(x, bias=False)
+        m = x.size
+        assert bimodality_coefficient(x) == pytest.approx(
+            (g * g + 1) / (k + 3 * (m - 1) ** 2 / ((m - 2) * (m - 3)))
+        )
+    assert np.isnan(bimodality_coefficient(np.array([1.0, 1.0, 1.0, 1.0 + 2e-16, 1.0])))
 
 
 def test_stability_warnings_flag_dispersion_and_bimodality_but_not_a_steady_case():
