@@ -18,6 +18,7 @@ from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
+from benchmark.analysis.standing import level_test, standing_change
 from benchmark.gates import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Evidence, Series, Verdict
@@ -189,6 +190,27 @@ def judge_history(
         decision.ci_low, decision.ci_high = math.expm1(est - half), math.expm1(est + half)
     decision.baseline_value = alert.baseline if alert is not None else ref
     decision.baseline_run_id = runs[-1]
+    standing = (
+        None
+        if alert is not None
+        else standing_change(values, alerts, min_effect=s.min_effect, higher_is_better=s.higher_is_better)
+    )
+    if standing is not None:  # raised on an earlier run and still there: tested again, with all its runs
+        a = standing.alert
+        decision.verdict = Verdict.REGRESSION
+        decision.p_value = standing.p_value
+        decision.effect = standing.effect
+        decision.ci_low, decision.ci_high = standing.interval(s.alpha)
+        decision.baseline_value = a.baseline
+        decision.change_run_id = ids[a.change_index]
+        decision.evidence = (
+            f"online detector: level changed at run {decision.change_run_id} and still holds: "
+            f"{standing.runs} run(s) at {standing.effect:+.1%}, t={standing.t:.1f} (standing)"
+        )
+        decision.reason = f"level changed at run {decision.change_run_id}"
+        if a.event:
+            decision.reason += f" (after {a.event})"
+        return decision
     if alert is None:
         decision.verdict = Verdict.PASS
         decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
@@ -204,6 +226,15 @@ def judge_history(
         return decision
     decision.verdict = Verdict.REGRESSION if alert.direction == "regression" else Verdict.IMPROVEMENT
     decision.effect = alert.magnitude
+    if alert.direction == "regression":
+        # The p-value Benjamini-Hochberg sees across cases: the runs since the change against the
+        # level before it. The detector's window statistic clips each run's deviation, which caps
+        # its p-value above what a lone regression in a suite of 30+ cases must reach.
+        tested = level_test(
+            values, alert, alerts, min_effect=s.min_effect, higher_is_better=s.higher_is_better
+        )
+        if tested is not None:
+            decision.p_value = tested.p_value
     decision.change_run_id = ids[alert.change_index]
     decision.evidence = (
         f"online detector: {alert.runs} run(s) at {alert.magnitude:+.1%}, |z|={abs(alert.z):.1f} > "
