@@ -368,7 +368,9 @@ class InstructionPass:
         from benchmark.workers import Worker
 
         self._dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
-        out = os.path.join(self._dumps.name, "callgrind.out.%p")
+        # No %p (pid) in the name: the worker's pid, 4 or 5 digits, would change the size of the
+        # paths it builds, and with it its heap layout. The directory is the worker's own.
+        out = os.path.join(self._dumps.name, "callgrind.out")
         prefix = [
             *self.tooling.no_aslr_prefix(),
             self.tooling.valgrind,
@@ -443,7 +445,12 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
         if record.get("traceback"):
             result.extra["traceback"] = record["traceback"]
         return result
-    samples = [float(x) for x in record["samples"]]
+    if "chunks" in record:  # a worker's record: integer chunk totals, the parent divides
+        samples = per_iteration(
+            [int(c) for c in record["chunks"]], int(record["empty"]), int(record["iterations"])
+        )
+    else:  # recorded samples (a replay)
+        samples = [float(x) for x in record["samples"]]
     result.status = "ok"
     result.samples = samples
     result.iterations = int(record["iterations"])
@@ -461,13 +468,17 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
             "chunks": record.get("chunks"),
             "warmup_iterations": record.get("warmup"),
             "heap_layout": record.get("heap_layout"),
-            "instrumented_s": record.get("instrumented_s"),
-            "case_s": record.get("case_s"),
-            "case_cpu_s": record.get("case_cpu_s"),
+            "instrumented_s": _seconds(record.get("instrumented_ns")),
+            "case_s": _seconds(record.get("case_ns")),
+            "case_cpu_s": _seconds(record.get("case_cpu_ns")),
             "worker_pid": record.get("pid"),
         }
     )
     return result
+
+
+def _seconds(ns) -> float | None:
+    return None if ns is None else int(ns) / 1e9
 
 
 def spread(samples: list[float]) -> float:
