@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import warnings
 
 import pytest
 
@@ -18,8 +19,21 @@ PG_URL_ENV = "BENCHMARK_TEST_PG_URL"
 
 # Plugins the pytest processes tests start (`pytest benchmark/ ...`) never use: hypothesis' (only
 # tests/test_security.py uses hypothesis, in this process; loading it costs about 1.5 s of CPU per
-# process), anyio's and platformdirs' (which load anyio, asyncio and, where installed, trio).
-CHILD_PYTEST_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:platformdirs"
+# process), anyio's and platformdirs' (which load anyio, asyncio and, where installed, trio), and
+# pytest-xdist's (these tests may run in xdist workers; a suite run never does).
+CHILD_PYTEST_ADDOPTS = "-p no:hypothesispytest -p no:anyio -p no:platformdirs -p no:xdist"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """In a pytest-xdist worker (`pytest tests/ -n 2`), drop the worker's $PYTEST_XDIST_* variables
+    before pytest-benchmark reads them: it switches itself off where it sees them (its numbers
+    beside another worker are not reliable; no test here judges them), in this worker and in the
+    suite runs tests start, which inherit them, and those measure through it (`--bench-processes 0`)."""
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
+        del os.environ[name]
+    # the xdist controller measures nothing: its pytest-benchmark switching off is not news
+    warnings.filterwarnings("ignore", "Benchmarks are automatically disabled because xdist")
 
 
 @pytest.fixture(scope="session", autouse=True)
