@@ -119,7 +119,13 @@ def test_the_level_rule_fails_the_first_run_of_a_one_percent_change_and_never_no
 def test_gates_yaml_gives_instructions_a_one_percent_minimum_and_overrides_by_metric(tmp_path):
     gates = load_gates(PROJECT / "configs" / "gates.yaml")
     s = gates.for_case("abs_smoke", "abs_smoke", "cpu", "instructions")
-    assert (s.metric, s.min_effect, s.noise_floor) == ("instructions", 0.01, 0.004)
+    assert (s.metric, s.min_effect, s.noise_floor) == ("instructions", 0.01, 0.002)
+    # 3 x the floor is under the 1% minimum: a 1% step of a repeating count fails at once
+    flat = [1_000_000.0] * 10
+    assert (
+        check_deterministic([*flat, 1_010_500.0], min_effect=0.01, noise_floor=s.noise_floor).verdict
+        == "regression"
+    )
     assert gates.for_case("lstm-train", "lstm", "cpu", "instructions").min_effect == 0.01
     assert gates.for_case("lstm-train", "lstm", "cpu").metric == "throughput"
     custom = tmp_path / "gates.yaml"

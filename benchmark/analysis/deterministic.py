@@ -1,10 +1,10 @@
 """Gating a nearly deterministic metric (instruction counts): one value per run, oldest first.
 
-Instruction counts of a case repeat to 0.01-0.1% between processes for most cases, and up to ~1%
+Instruction counts of a case repeat to 0.01% between processes for most cases, and up to ~0.8%
 for small framework-bound ones (the heap layout the framework's import leaves still moves them; see
 scripts/instructions_spread.py). That is far below the between-run noise of wall time that the time
 detector has to estimate (:mod:`benchmark.analysis.history`), so the rule is an effect-size rule on
-a noise floor (configs/gates.yaml: 0.4%), and it decides on the first run after a change:
+a noise floor (configs/gates.yaml: 0.2%), and it decides on the first run after a change:
 
 * **Level.** The runs since the last accepted change form the current level; its reference value is
   the median of the level's first ``anchor_runs`` runs, so a slow drift accumulates against a fixed
