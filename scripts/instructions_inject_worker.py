@@ -1,14 +1,15 @@
 """A test-only worker entry point: `benchmark.runners.worker` with extra work injected into one case.
 
 Used by scripts/instructions_sensitivity.py to change the work of one op without touching its
-config (so the config hash, hence the series, stays the same): when the case id (pytest id) equals
-$BENCH_INJECT_CASE, every step of that case also runs `paddle.abs` on a float32 tensor of
-$BENCH_INJECT_ELEMENTS elements (a small elementwise op). Every other case runs unchanged.
+config (so the config hash, hence the series, stays the same): with a first argument
+`--inject=CASE:ELEMENTS`, every step of the case whose id (pytest id) is CASE also runs
+`paddle.abs` on a float32 tensor of ELEMENTS elements (a small elementwise op). Every other case
+runs unchanged. (An argument, not an environment variable: the instruction worker's environment
+keeps only the variables that count, see benchmark.instructions.KEEP_ENV.)
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,15 +19,19 @@ from benchmark import runners  # noqa: E402
 from benchmark.runners import worker  # noqa: E402
 
 _prepare = runners.prepare
+INJECT_CASE, INJECT_ELEMENTS = "", 0
+if len(sys.argv) > 1 and sys.argv[1].startswith("--inject="):
+    INJECT_CASE, _, _n = sys.argv.pop(1)[len("--inject=") :].rpartition(":")
+    INJECT_ELEMENTS = int(_n)
 
 
 def prepare(case):
     prepared = _prepare(case)
-    if case.id != os.environ.get("BENCH_INJECT_CASE"):
+    if not INJECT_CASE or case.id != INJECT_CASE:
         return prepared
     import paddle
 
-    extra = paddle.ones([int(os.environ.get("BENCH_INJECT_ELEMENTS", "1000"))], dtype="float32")
+    extra = paddle.ones([INJECT_ELEMENTS], dtype="float32")
     step = prepared.step
 
     def injected():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -99,12 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         elements = args.elements or max(1, int((args.change * base - 12_000) / 0.63))
         start = ok_ids.index(target)
         measured = [target, *[ok_ids[(start + k) % len(ok_ids)] for k in range(1, args.neighbours + 1)]]
-        os.environ["BENCH_INJECT_CASE"] = target
-        os.environ["BENCH_INJECT_ELEMENTS"] = str(elements)
         measure.pin_threads(1)
         measure.control_allocator(True)
         counter = instructions.InstructionPass(
-            instructions.find_tooling(), entry=(str(ROOT / "scripts" / "instructions_inject_worker.py"),)
+            instructions.find_tooling(),
+            entry=(str(ROOT / "scripts" / "instructions_inject_worker.py"), f"--inject={target}:{elements}"),
         )
         t0 = time.perf_counter()
         real = {}
