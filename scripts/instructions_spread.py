@@ -67,14 +67,17 @@ def one_pass(tooling, cases, index: int, timeout_s: float, keep_dumps: str | Non
                 "warmup_iterations": r.extra.get("warmup_iterations"),
                 "heap_layout": r.extra.get("heap_layout"),
             }
+            if counter.worker is not None and "startup_cpu_s" not in out:
+                out["startup_cpu_s"] = (counter.worker.ready or {}).get("cpu_s")
+                print(f"run {index}: worker startup {out['startup_cpu_s'] or 0:.1f} s CPU", file=sys.stderr)
+            # every figure on the progress line, so an interrupted run still has them
             print(
                 f"run {index}: {case.id}: {r.status} {out['cases'][case.id]['count']} "
-                f"({r.extra.get('case_s') or 0:.1f} s)",
+                f"({r.extra.get('case_s') or 0:.1f} s, {r.extra.get('case_cpu_s') or 0:.1f} s CPU, "
+                f"samples {r.samples})",
                 file=sys.stderr,
                 flush=True,
             )
-            if counter.worker is not None and "startup_cpu_s" not in out:
-                out["startup_cpu_s"] = (counter.worker.ready or {}).get("cpu_s")
     finally:
         counter.close()
     out["wall_s"] = time.perf_counter() - t0
