@@ -148,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         "--keep-dumps",
         default=None,
         help="keep callgrind's dump files under DIR/runN/ (one per chunk and thread) to compare runs "
-        "function by function with callgrind_annotate",
+        "function by function with callgrind_annotate (the longer request shifts the worker's heap: small "
+        "cases then count a little differently from runs without it)",
     )
     args = p.parse_args(argv)
     measure.pin_threads(1)
