@@ -249,31 +249,41 @@ def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_i
     assert "ERROR" in proc.stdout
 
 
-def test_a_broken_interpreter_path_is_one_line_and_exit_2(tmp_path, config):
-    proc = compare(
-        "--a", str(tmp_path / "nope" / "bin" / "python"), "--b", sys.executable, str(config), cwd=tmp_path
-    )
+@pytest.fixture
+def compare_here(tmp_path, monkeypatch, capsys):
+    """`benchmark compare ARGS` in this process, in tmp_path: (exit status, stdout, stderr). The
+    refusals below happen before any worker starts; the jobs above run the command as a process."""
+    from benchmark import cli
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(tmp_path)
+        capsys.readouterr()
+        code = cli.main(["compare", *args])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["benchmark", "compare", *args], code, out, err)
+
+    return run
+
+
+def test_a_broken_interpreter_path_is_one_line_and_exit_2(tmp_path, config, compare_here):
+    proc = compare_here("--a", str(tmp_path / "nope" / "bin" / "python"), "--b", sys.executable, str(config))
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("benchmark compare:")]
     assert len(lines) == 1 and "side A" in lines[0] and "no such interpreter" in lines[0]
     assert "Traceback" not in proc.stderr
 
 
-def test_an_environment_without_paddle_is_one_line_and_exit_2(tmp_path, config):
+def test_an_environment_without_paddle_is_one_line_and_exit_2(tmp_path, config, compare_here):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
-    proc = compare(
-        "--a", sys.executable, "--b", str(tmp_path / "bare" / "bin" / "python"), str(config), cwd=tmp_path
-    )
+    proc = compare_here("--a", sys.executable, "--b", str(tmp_path / "bare" / "bin" / "python"), str(config))
     assert proc.returncode == 2
     line = proc.stderr.strip().splitlines()[-1]
     assert line.startswith("benchmark compare: error: side B") and "cannot import paddle" in line
     assert "paddlepaddle, numpy" in line
 
 
-def test_bad_selection_and_settings_are_exit_2(tmp_path, config):
-    proc = compare(
-        "--a", sys.executable, "--b", sys.executable, str(config), "-k", "nothing_like_this", cwd=tmp_path
-    )
+def test_bad_selection_and_settings_are_exit_2(config, compare_here):
+    proc = compare_here("--a", sys.executable, "--b", sys.executable, str(config), "-k", "nothing_like_this")
     assert proc.returncode == 2 and "no case matches" in proc.stderr
-    proc = compare("--a", sys.executable, "--b", sys.executable, str(config), "--alpha", "0.9", cwd=tmp_path)
+    proc = compare_here("--a", sys.executable, "--b", sys.executable, str(config), "--alpha", "0.9")
     assert proc.returncode == 2 and "--alpha" in proc.stderr
