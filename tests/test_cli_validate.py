@@ -1,4 +1,5 @@
-"""`benchmark validate` and `benchmark list` as a user runs them."""
+"""`benchmark validate` and `benchmark list` as a user runs them: the shipped configs' validation
+and `--help` in a process of their own, the rest through `benchmark.cli.main` in this process."""
 
 from __future__ import annotations
 
@@ -18,6 +19,22 @@ def cli(*args, cwd=PROJECT):
     )
 
 
+@pytest.fixture
+def cli_here(monkeypatch, capsys):
+    """`benchmark ARGS` in this process, in the checkout: (exit status, stdout, stderr) as a
+    CompletedProcess (the shipped configs' validation and --help run as processes)."""
+    from benchmark.cli import main
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(PROJECT)
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["benchmark", *args], code, out, err)
+
+    return run
+
+
 def test_validate_shipped_configs_exits_0():
     proc = cli("validate", "configs/")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -25,7 +42,7 @@ def test_validate_shipped_configs_exits_0():
     assert "No ccache found" not in proc.stderr  # paddle was imported to resolve the names, quietly
 
 
-def test_validate_reports_each_problem_and_exits_2(tmp_path):
+def test_validate_reports_each_problem_and_exits_2(tmp_path, cli_here):
     (tmp_path / "a.yaml").write_text(
         "cases:\n  - {name: a, kind: op, op: paddle.nope, inputs: {x: {shape: [2]}}}\n"
     )
@@ -33,7 +50,7 @@ def test_validate_reports_each_problem_and_exits_2(tmp_path):
         "cases:\n  - {name: b, kind: op, op: paddle.abs, inputs: {x: {shape: [0]}}}\n"
     )
     (tmp_path / "c.yaml").write_text("cases: [\n")
-    proc = cli("validate", str(tmp_path))
+    proc = cli_here("validate", str(tmp_path))
     assert proc.returncode == 2
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3
@@ -43,16 +60,16 @@ def test_validate_reports_each_problem_and_exits_2(tmp_path):
     assert "3 problem(s) found" in proc.stderr
 
 
-def test_validate_without_paddle_resolution_still_checks_form(tmp_path):
+def test_validate_without_paddle_resolution_still_checks_form(tmp_path, cli_here):
     (tmp_path / "a.yaml").write_text(
         "cases:\n  - {name: a, kind: op, op: paddle.__init__, inputs: {x: {shape: [2]}}}\n"
     )
-    proc = cli("validate", "--no-resolve", str(tmp_path / "a.yaml"))
+    proc = cli_here("validate", "--no-resolve", str(tmp_path / "a.yaml"))
     assert proc.returncode == 2 and "no private, dunder or empty segment" in proc.stdout
 
 
-def test_list_shows_ids_hashes_and_sources():
-    proc = cli("list", "--tag", "smoke")
+def test_list_shows_ids_hashes_and_sources(cli_here):
+    proc = cli_here("list", "--tag", "smoke")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     assert lines and all("smoke" in line for line in lines)
@@ -90,12 +107,12 @@ def test_the_benchmark_module_prints_its_help():
     assert "validate" in proc.stdout and "gate" in proc.stdout
 
 
-def test_gate_settings_are_checked_by_the_gates_loader(tmp_path):
+def test_gate_settings_are_checked_by_the_gates_loader(tmp_path, cli_here):
     (tmp_path / "gates.yaml").write_text("defaults:\n  bogus: 1\n")
-    proc = cli("validate", "--no-resolve", str(tmp_path / "gates.yaml"))
+    proc = cli_here("validate", "--no-resolve", str(tmp_path / "gates.yaml"))
     assert proc.returncode == 2
     assert proc.stdout.splitlines() == [f"{tmp_path / 'gates.yaml'}: field 'defaults.bogus': unknown field"]
-    proc = cli("validate", "--no-resolve", str(tmp_path))  # a directory's gates.yaml too
+    proc = cli_here("validate", "--no-resolve", str(tmp_path))  # a directory's gates.yaml too
     assert proc.returncode == 2 and "unknown field" in proc.stdout
-    proc = cli("validate", "--no-resolve", "configs/gates.yaml")
+    proc = cli_here("validate", "--no-resolve", "configs/gates.yaml")
     assert proc.returncode == 0 and proc.stdout == "ok: gate settings configs/gates.yaml\n"
