@@ -202,15 +202,13 @@ def judge_history(
         decision.effect = standing.effect
         decision.ci_low, decision.ci_high = standing.interval(s.alpha)
         decision.baseline_value = a.baseline
-        decision.change_run_id = ids[a.change_index]
-        decision.evidence = (
-            f"online detector: level changed at run {decision.change_run_id} and still holds: "
-            f"{standing.runs} run(s) at {standing.effect:+.1%}, t={standing.t:.1f} (standing)"
+        return _level_changed(
+            decision,
+            ids[a.change_index],
+            a.event,
+            f"online detector: level changed at run {ids[a.change_index]} and still holds: "
+            f"{standing.runs} run(s) at {standing.effect:+.1%}, t={standing.t:.1f} (standing)",
         )
-        decision.reason = f"level changed at run {decision.change_run_id}"
-        if a.event:
-            decision.reason += f" (after {a.event})"
-        return decision
     if alert is None:
         decision.verdict = Verdict.PASS
         decision.evidence = f"online detector: no alert (p={decision.p_value:.2g})"
@@ -235,14 +233,21 @@ def judge_history(
         )
         if tested is not None:
             decision.p_value = tested.p_value
-    decision.change_run_id = ids[alert.change_index]
-    decision.evidence = (
+    return _level_changed(
+        decision,
+        ids[alert.change_index],
+        alert.event,
         f"online detector: {alert.runs} run(s) at {alert.magnitude:+.1%}, |z|={abs(alert.z):.1f} > "
-        f"{alert.threshold:.1f} ({alert.kind})"
+        f"{alert.threshold:.1f} ({alert.kind})",
     )
-    decision.reason = f"level changed at run {decision.change_run_id}"
-    if alert.event:
-        decision.reason += f" (after {alert.event})"
+
+
+def _level_changed(decision: Decision, change_run_id: int, event: str | None, evidence: str) -> Decision:
+    """A decision that the series' level changed at run `change_run_id` (after environment change
+    `event`, when one is placed there), with the detector's `evidence` in words."""
+    decision.change_run_id = change_run_id
+    decision.evidence = evidence
+    decision.reason = f"level changed at run {change_run_id}" + (f" (after {event})" if event else "")
     return decision
 
 
