@@ -62,6 +62,9 @@ WARMUP_ITERATIONS = {"op": 50, "program": 50, "model": 2}
 # a 0.5% target) the probe is one of its two samples, so it costs two instrumented iterations.
 HEAVY_CHUNKS = {"op": 2, "program": 2, "model": 1}
 HEAVY_PROBE = frozenset({"model"})
+# Warm-up iterations before the probe (at most a kind's WARMUP_ITERATIONS): a step that fills a
+# chunk alone is counted after these; a lighter one gets the rest of its warm-up first.
+HEAVY_WARMUP = 3
 # The worker's environment (each unless the user set it): paddle's static executor runs its ops, and
 # frees their outputs, on worker threads by default; under valgrind (which serialises threads) what
 # the main thread then counts depends on scheduling: which thread's free() returned a block, and so
@@ -411,6 +414,7 @@ class InstructionPass:
                 "warmup": WARMUP_ITERATIONS.get(case.kind, WARMUP_ITERATIONS["op"]),
                 "heavy_chunks": HEAVY_CHUNKS.get(case.kind, HEAVY_CHUNKS["op"]),
                 "heavy_probe": case.kind in HEAVY_PROBE,
+                "heavy_warmup": HEAVY_WARMUP,
                 "repeats": REPEATS,
                 "keep_dumps": self.keep_dumps,
             },

@@ -75,8 +75,15 @@ class Callgrind:
         return total
 
 
+def quiet() -> None:
+    """No collection inside a chunk: when the cyclic GC runs depends on allocation counts carried
+    over from everything before, so it would move counts between processes."""
+    gc.collect()
+    gc.disable()
+
+
 def heap_layout() -> dict[str, int]:
-    """Addresses that show whether two workers' heaps are laid out alike when counting starts (a
+    """Addresses that show whether two workers' heaps are laid out alike (taken after counting; a
     diagnostic: address-derived keys, e.g. threading.local's, change dict probe counts): a fresh
     Python object's id, a fresh malloc'd block and the program break."""
     libc = ctypes.CDLL(None)
@@ -104,6 +111,7 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
     repeats = int(params.get("repeats", 3))
     heavy_chunks = int(params.get("heavy_chunks", 2))
     heavy_probe = bool(params.get("heavy_probe", False))
+    heavy_warmup = int(params.get("heavy_warmup", 3))
     cg.keep = params.get("keep_dumps") or None
     if cg.keep:
         os.makedirs(cg.keep, exist_ok=True)
@@ -117,36 +125,43 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
             sync()
 
         # Warm up uninstrumented so Python's specialising interpreter and the framework's caches are
-        # settled: a fixed number of iterations (the parent's, by case kind), never a time, so every
-        # run starts counting from the same state whatever the machine's load.
-        for _ in range(warmup):
+        # settled: fixed numbers of iterations, never a time, so every run starts counting from the
+        # same state whatever the machine's load. First `heavy_warmup` iterations and the probe: a
+        # step that fills a chunk alone (kernel work dominates; 50 iterations of it cost minutes
+        # under valgrind) is counted after those; a lighter one gets the rest of `warmup` first.
+        first = min(heavy_warmup, warmup)
+        for _ in range(first):
             iteration()
-        # No collection inside a chunk: when the cyclic GC runs depends on allocation counts
-        # carried over from everything before, so it would move counts between processes.
         gc_was_enabled = gc.isenabled()
-        gc.collect()
-        gc.disable()
-        layout = heap_layout()
-        t1 = time.perf_counter()
         other0 = cg.other_threads
-        cg.start()
+        t1 = time.perf_counter()
         try:
+            quiet()
+            cg.start()
             probe = cg.count(iteration, 1, f"{case.id}:probe")
             empty = cg.count(iteration, 0, f"{case.id}:empty")
             n = chunk_iterations(probe - empty)
-            # The first instrumented chunk still counts a little more (~0.1%): it is discarded. A
-            # step that fills a chunk alone has had its instrumented warm-up in the probe and gets
-            # `heavy_chunks` chunks (each costs seconds to minutes under callgrind); with
-            # `heavy_probe` (a model's step) the probe is a sample too.
+            # A heavy step has had its instrumented warm-up in the probe and gets `heavy_chunks`
+            # chunks (each costs seconds to minutes under callgrind); with `heavy_probe` (a model's
+            # step) the probe is a sample too. A light one: the rest of the warm-up, then chunks,
+            # the first discarded (the first instrumented chunk still counts ~0.1% more).
             if probe - empty >= CHUNK_INSTRUCTIONS:
                 chunks = [probe] if heavy_probe else []
                 chunks += [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(heavy_chunks)]
             else:
+                cg.stop()
+                if gc_was_enabled:
+                    gc.enable()
+                for _ in range(warmup - first - 1):
+                    iteration()
+                quiet()
+                cg.start()
                 chunks = [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(repeats + 1)][1:]
         finally:
             cg.stop()
             if gc_was_enabled:
                 gc.enable()
+        layout = heap_layout()
         t2 = time.perf_counter()
     finally:
         prepared.close()
