@@ -87,7 +87,47 @@ def cmd_report(args) -> int:
 def _report(args) -> int:
     if args.format == "md":
         return _report_md(args)
-    return _report_html(args)
+    if args.format == "html":
+        return _report_html(args)
+    return _report_module(args)
+
+
+def report_module(name: str):
+    """The module of report `name`: `benchmark/report/NAME.py`, else the module `name` (a dotted
+    path on sys.path), which must define `report(store, run_id, *, baseline)` returning its text.
+    A CommandError saying what was expected otherwise."""
+    import importlib
+
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise CommandError(f"--format {name!r}: expected md, html or a report module's name")
+    for candidate in (f"benchmark.report.{name}", name):
+        try:
+            module = importlib.import_module(candidate)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and candidate.startswith(exc.name):
+                continue  # no such module: try the next place
+            raise
+        if callable(getattr(module, "report", None)):
+            return module
+        raise CommandError(
+            f"--format {name}: module {candidate} has no report(store, run_id, *, baseline) function"
+        )
+    raise CommandError(f"--format {name}: expected md, html, benchmark/report/{name}.py or a module {name}")
+
+
+def _report_module(args) -> int:
+    """A report in a module of its own (`report_module`): its text on stdout, and in DIR/report.txt
+    with --out."""
+    module = report_module(args.format)
+    with open_history(args.db) as store:
+        run_id = resolve_run(store, args.run)
+        _check_baseline(store, args.baseline)
+        text = module.report(store, run_id, baseline=args.baseline)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "report.txt").write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
+    return 0
 
 
 def _report_md(args) -> int:
@@ -176,7 +216,13 @@ def register(sub) -> None:
         "with --out also DIR/report.md and its plots). --format html: a self-contained dashboard of every "
         "series in DIR that opens from disk. Exit 2 on an error (no such run, empty history).",
     )
-    p.add_argument("--format", choices=("md", "html"), default="md", help="md (default) or html")
+    p.add_argument(
+        "--format",
+        default="md",
+        metavar="NAME",
+        help="md (default), html, or a report of its own: benchmark/report/NAME.py or a module NAME on "
+        "the path, defining report(store, run_id, *, baseline) that returns its text",
+    )
     add_run(p, help="the run to report: an id or 'latest' (default)")
     p.add_argument("--baseline", type=int, metavar="RUN_ID",
                    help="compare with this run (an A/B) instead of the previous result of each series")  # fmt: skip
