@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from benchmark.analysis.history import Alert
+from benchmark.analysis.history import DEFAULT_PARAMS, Alert
 from benchmark.analysis.robust import between_run_noise
 
-MAX_STANDING_RUNS = 10  # a change older than this many runs is the series' level (the detector's max window)
+# A change older than the detector's longest short window is the series' level.
+MAX_STANDING_RUNS = DEFAULT_PARAMS.max_k
 
 
 @dataclass(frozen=True)
