@@ -7,7 +7,7 @@ the level rule for a deterministic metric (instruction counts); which one is the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,8 +22,7 @@ from benchmark.analysis.standing import level_test, standing_change
 from benchmark.gates import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Evidence, Series, Verdict
-from benchmark.records import ProcessValue
-from benchmark.results import bad_timings
+from benchmark.results import bad_timings, process_values
 
 if TYPE_CHECKING:
     from benchmark.gate import Decision
@@ -43,16 +42,6 @@ def metric_samples(samples: Sequence[float] | np.ndarray, metric: str, batch: in
     x = np.asarray(samples if samples is not None else [], dtype=float)
     x = x[np.isfinite(x) & (x > 0)]
     return (batch or 1) / x if get_metric(metric).rate else x
-
-
-def ok_process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
-    """The values (seconds per iteration) of a result's ok worker-process trials, in trial order."""
-    out = []
-    for p in processes or []:
-        v = p.value
-        if p.status == "ok" and v is not None and math.isfinite(v) and v > 0:
-            out.append(float(v))
-    return out
 
 
 def run_value(process_values: np.ndarray, samples: np.ndarray) -> float | None:
@@ -311,7 +300,7 @@ def judge_result(
     raw = result.samples or []
     batch = result.batch_size
     new = metric_samples(raw, s.metric, batch)
-    procs = metric_samples(ok_process_values(result.processes), s.metric, batch)
+    procs = metric_samples(process_values(result.processes), s.metric, batch)
     d.processes = int(procs.size)
     d.value = run_value(procs, new)
     if bad_timings(raw):  # only older histories hold such results: never dropped silently
@@ -325,7 +314,7 @@ def judge_result(
             return
         d.baseline_run_id = baseline
         b_raw = metric_samples(b.samples or [], s.metric, b.batch_size)
-        b_procs = metric_samples(ok_process_values(b.processes), s.metric, b.batch_size)
+        b_procs = metric_samples(process_values(b.processes), s.metric, b.batch_size)
         if s.definition.judge == "level":
             judge_level(d, [baseline], [run_value(b_procs, b_raw)], new, s, result)
             return

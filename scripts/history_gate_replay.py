@@ -32,10 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.gate import control_fdr, decide_results  # noqa: E402
-from benchmark.gate_series import ok_process_values, run_value  # noqa: E402
+from benchmark.gate_series import run_value  # noqa: E402
 from benchmark.gates import load_gates  # noqa: E402
 from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
 from benchmark.records import ProcessValue  # noqa: E402
+from benchmark.results import process_values  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 
@@ -56,7 +57,7 @@ def _scaled(result: CaseResult, factor: float) -> CaseResult:
 def _series(key: SeriesKey, history: list[tuple[int, CaseResult]]) -> Series:
     """The series' earlier runs as the store's `baselines` would give them (oldest first)."""
     samples = [np.asarray(r.samples or [], dtype=float) for _, r in history]
-    procs = [np.asarray(ok_process_values(r.processes), dtype=float) for _, r in history]
+    procs = [np.asarray(process_values(r.processes), dtype=float) for _, r in history]
     values = [run_value(p, x) for p, x in zip(procs, samples, strict=True)]
     return Series(
         key=key,
@@ -177,7 +178,7 @@ def main(argv=None) -> int:
         if not n:
             continue
         values = [
-            run_value(np.asarray(ok_process_values(r[k].processes)), np.asarray(r[k].samples)) for r in runs
+            run_value(np.asarray(process_values(r[k].processes)), np.asarray(r[k].samples)) for r in runs
         ]
         logs = np.log(np.asarray(values, dtype=float))
         noise = float(np.std(np.diff(logs), ddof=1) / np.sqrt(2))
