@@ -30,16 +30,19 @@ suite says so in one line and measures time only.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import hashlib
 import os
 import platform
+import queue
 import re
 import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +61,10 @@ MAX_CHUNK_ITERATIONS = 1024
 # with the machine's load). A model's step takes seconds under valgrind and settles in a few.
 WARMUP_ITERATIONS = {"op": 50, "program": 50, "model": 2}
 # A step that fills a chunk alone (probe >= CHUNK_INSTRUCTIONS) is counted one iteration a chunk:
-# after the probe, HEAVY_CHUNKS chunks; for a model (seconds to minutes an iteration under callgrind,
-# a 0.5% target) the probe is one of its two samples, so it costs two instrumented iterations.
-HEAVY_CHUNKS = {"op": 2, "program": 2, "model": 1}
+# after the probe, HEAVY_CHUNKS chunks; for a model (one to two minutes of CPU an iteration under
+# callgrind, a 0.5% target) the probe is its one sample: one instrumented iteration (the probe and a
+# second iteration differed by 0.002% for lstm-train and lstm-infer, and cost 100 s of CPU more).
+HEAVY_CHUNKS = {"op": 2, "program": 2, "model": 0}
 HEAVY_PROBE = frozenset({"model"})
 # Warm-up iterations before the probe (at most a kind's WARMUP_ITERATIONS): a step that fills a
 # chunk alone is counted after these; a lighter one gets the rest of its warm-up first.
@@ -339,12 +343,50 @@ def pad_env(env: dict[str, str], argv: list[str], block: int = ENV_BLOCK_BYTES) 
     return env
 
 
-class InstructionPass:
-    """Measures the instruction counts of CPU cases, lazily starting one worker under callgrind.
+class _Slot:
+    """One worker under callgrind and the directory its dump files go to."""
 
-    `measure(case)` returns a CaseResult with `metric="instructions"` (status ok, or error with the
-    reason). The worker serves the cases in the order they are asked for (the suite's order) and is
-    restarted after a crash or a timeout. `close()` ends it.
+    def __init__(self) -> None:
+        self.worker: Any = None  # a benchmark.workers.Worker once started
+        self.dumps: tempfile.TemporaryDirectory | None = None
+
+    def clear_dumps(self) -> None:
+        """Empty the dump directory before a case: every forked child leaves its end-of-process
+        dumps there, and a child that found more files when it looked for its own would count
+        after different allocations."""
+        if self.dumps is not None:
+            for entry in os.scandir(self.dumps.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+        if self.dumps is not None:
+            self.dumps.cleanup()
+            self.dumps = None
+
+
+def default_jobs() -> int:
+    """Workers counting at once by default: one per CPU this process may use (callgrind runs a
+    process's threads on one CPU), at most 4 (each holds a framework under valgrind in memory)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
+class InstructionPass:
+    """Measures the instruction counts of CPU cases in workers under callgrind, started lazily.
+
+    Each worker imports the framework once and then serves every case in a child forked for it
+    (`--fork-per-request`), so a case's count does not depend on which cases ran before it, on the
+    selection (`-k`), or on which worker served it. `measure(case)` counts one case now (in the
+    first worker); `start(cases)` counts many in up to `jobs` workers at once and returns a future
+    per case. Each returns a CaseResult with `metric="instructions"` (status ok, or error with the
+    reason). A worker that crashed or timed out is replaced for the next case. `close()` ends them.
     """
 
     def __init__(
@@ -355,25 +397,30 @@ class InstructionPass:
         timeout_s: float = CASE_TIMEOUT_S,
         entry: tuple[str, ...] | None = None,
         keep_dumps: str | None = None,
+        jobs: int = 1,
     ):
         """`keep_dumps`: a directory the worker moves callgrind's dump files to (one per chunk and
         thread, named after the chunk's label), e.g. to compare two runs with callgrind_annotate;
-        None: they are deleted once read."""
+        None: they are deleted once read. `jobs`: workers that count at once in `start`."""
         self.entry = entry  # None: the default worker entry point (see benchmark.workers.Worker)
         self.tooling = tooling
         self.allocator_control = allocator_control
         self.timeout_s = timeout_s
         self.keep_dumps = keep_dumps
-        self._worker: Any = None  # a benchmark.workers.Worker once started
-        self._dumps: tempfile.TemporaryDirectory | None = None
+        self.jobs = max(1, int(jobs))
+        self._slots = [_Slot() for _ in range(self.jobs)]
+        self._free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+        for slot in self._slots:
+            self._free.put(slot)
+        self._executor: ThreadPoolExecutor | None = None
 
-    def _start(self):
+    def _start(self, slot: _Slot):
         from benchmark.workers import Worker
 
-        self._dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
-        # No %p (pid) in the name: the worker's pid, 4 or 5 digits, would change the size of the
-        # paths it builds, and with it its heap layout. The directory is the worker's own.
-        out = os.path.join(self._dumps.name, "callgrind.out")
+        slot.dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
+        # One file per forked child (%p): several children of one worker may write dumps, and
+        # each reads back only its own. The directory is the worker's own.
+        out = os.path.join(slot.dumps.name, "callgrind.out.%p")
         prefix = [
             *self.tooling.no_aslr_prefix(),
             self.tooling.valgrind,
@@ -382,7 +429,7 @@ class InstructionPass:
             "--log-fd=2",
             "-q",
         ]
-        args = ["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out]
+        args = ["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out, "--fork-per-request"]
         env = worker_env(self.allocator_control)
         entry = {} if self.entry is None else {"entry": self.entry}
         return Worker(
@@ -396,15 +443,20 @@ class InstructionPass:
 
     @property
     def worker(self):
-        """The current worker (its `ready` record has its pid and startup CPU time), or None."""
-        return self._worker
+        """The first worker (its `ready` record has its pid and startup CPU time), or None."""
+        return self._slots[0].worker
 
     def measure(self, case) -> CaseResult:
+        """Count `case` now, in the first worker."""
+        return self._measure(self._slots[0], case)
+
+    def _measure(self, slot: _Slot, case) -> CaseResult:
         result = instruction_result_base(case)
-        if self._worker is None or not self._worker.alive():
-            self.close()
-            self._worker = self._start()
-        record = self._worker.request(
+        if slot.worker is None or not slot.worker.alive():
+            slot.close()
+            slot.worker = self._start(slot)
+        slot.clear_dumps()
+        record = slot.worker.request(
             "instructions",
             # Where the case was defined does not reach the worker: a longer path would shift its
             # heap layout, and with it the count (see KEEP_ENV).
@@ -423,13 +475,32 @@ class InstructionPass:
         fill_result(result, record, self.tooling)
         return result
 
+    def _measure_free(self, case) -> CaseResult:
+        slot = self._free.get()
+        try:
+            return self._measure(slot, case)
+        finally:
+            self._free.put(slot)
+
+    def start(self, cases) -> dict[str, Future]:
+        """Count `cases` in the background, up to `jobs` at once, models first (the longest);
+        returns case id -> a future of its CaseResult."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="callgrind")
+        order = sorted(cases, key=lambda c: c.kind != "model")  # stable: the suite's order otherwise
+        return {c.id: self._executor.submit(self._measure_free, c) for c in order}
+
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-        if self._dumps is not None:
-            self._dumps.cleanup()
-            self._dumps = None
+        """Cancel what has not started, end every worker (and the case it is counting)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+            for slot in self._slots:  # a case in progress: its worker and forked child go, and its
+                if slot.worker is not None and slot.worker.alive():  # future gets an error record
+                    slot.worker.proc.kill()
+            executor.shutdown(wait=True)
+        for slot in self._slots:
+            slot.close()
 
 
 def instruction_result_base(case) -> CaseResult:

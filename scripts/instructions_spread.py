@@ -2,9 +2,9 @@
 
     python scripts/instructions_spread.py [--runs 10] [--jobs 2] [--cases SUBSTR ...] [--out FILE]
 
-Each run is one instruction pass as `pytest benchmark/ --bench-instructions` makes it: one fresh
-worker process under callgrind serving every selected case in the suite's order (default: the
-default suite's CPU cases: configs/, not tagged slow). Per case it reports the instructions per
+Each run is one instruction pass as `pytest benchmark/ --bench-instructions` makes it: `--workers`
+fresh worker processes under callgrind, each case counted in a child forked from one of them,
+models first (default: the default suite's CPU cases: configs/, not tagged slow). Per case it reports the instructions per
 iteration of every run and their spread, (max - min) / median, against the targets (at most 0.1%
 for op and program cases, 0.5% for model cases), the largest spread per kind, and the cost: the
 worker's startup (paddle import under valgrind) and each case's wall and CPU seconds, per run and
@@ -24,7 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,14 +46,21 @@ def default_cases(paths: list[str], wanted: list[str] | None):
     return cases
 
 
-def one_pass(tooling, cases, index: int, timeout_s: float, keep_dumps: str | None = None) -> dict:
+def one_pass(
+    tooling, cases, index: int, timeout_s: float, workers: int, keep_dumps: str | None = None
+) -> dict:
+    """One instruction pass as the suite makes it: `workers` callgrind workers, each case in a child
+    forked from one of them (`InstructionPass.start`)."""
     keep = os.path.join(keep_dumps, f"run{index}") if keep_dumps else None
-    counter = instructions.InstructionPass(tooling, timeout_s=timeout_s, keep_dumps=keep)
+    counter = instructions.InstructionPass(tooling, timeout_s=timeout_s, keep_dumps=keep, jobs=workers)
     t0 = time.perf_counter()
-    out = {"run": index, "cases": {}}
+    out = {"run": index, "cases": {}, "workers": workers}
     try:
-        for case in cases:
-            r = counter.measure(case)
+        futures = counter.start(cases)
+        by_future = {f: c for c in cases for cid, f in futures.items() if cid == c.id}
+        for future in as_completed(by_future):
+            r = future.result()
+            case = by_future[future]
             out["cases"][case.id] = {
                 "kind": case.kind,
                 "status": r.status,
@@ -66,18 +73,19 @@ def one_pass(tooling, cases, index: int, timeout_s: float, keep_dumps: str | Non
                 "instrumented_s": r.extra.get("instrumented_s"),
                 "warmup_iterations": r.extra.get("warmup_iterations"),
                 "heap_layout": r.extra.get("heap_layout"),
+                "done_s": time.perf_counter() - t0,
             }
-            if counter.worker is not None and "startup_cpu_s" not in out:
-                out["startup_cpu_s"] = (counter.worker.ready or {}).get("cpu_s")
-                print(f"run {index}: worker startup {out['startup_cpu_s'] or 0:.1f} s CPU", file=sys.stderr)
             # every figure on the progress line, so an interrupted run still has them
             print(
                 f"run {index}: {case.id}: {r.status} {out['cases'][case.id]['count']} "
                 f"({r.extra.get('case_s') or 0:.1f} s, {r.extra.get('case_cpu_s') or 0:.1f} s CPU, "
-                f"samples {r.samples})",
+                f"samples {r.samples}; {time.perf_counter() - t0:.0f} s into the pass)",
                 file=sys.stderr,
                 flush=True,
             )
+        out["startup_cpu_s"] = [
+            (slot.worker.ready or {}).get("cpu_s") for slot in counter._slots if slot.worker is not None
+        ]
     finally:
         counter.close()
     out["wall_s"] = time.perf_counter() - t0
@@ -118,14 +126,15 @@ def summarize(cases, runs: list[dict]) -> dict:
         if rows:
             s, k = max(rows)
             largest[kind] = {"case": k, "spread": s, "target": TARGETS[kind], "met": s <= TARGETS[kind]}
-    startup = [r.get("startup_cpu_s") for r in runs if r.get("startup_cpu_s")]
+    startup = [sum(x or 0 for x in r.get("startup_cpu_s") or []) for r in runs]
     return {
         "cases": per_case,
         "largest_spread_per_kind": largest,
         "pass_wall_s": [r["wall_s"] for r in runs],
         "startup_cpu_s": startup,
         "pass_cpu_s": [
-            (r.get("startup_cpu_s") or 0) + sum(c["case_cpu_s"] or 0 for c in r["cases"].values())
+            sum(x or 0 for x in r.get("startup_cpu_s") or [])
+            + sum(c["case_cpu_s"] or 0 for c in r["cases"].values())
             for r in runs
         ],
     }
@@ -135,6 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=10, help="instruction passes (default 10)")
     p.add_argument("--jobs", type=int, default=1, help="passes run side by side (default 1)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=instructions.default_jobs(),
+        help=f"callgrind workers counting at once within a pass, as --bench-instruction-jobs "
+        f"(default {instructions.default_jobs()})",
+    )
     p.add_argument("--config", action="append", default=None, help="config paths (default configs/)")
     p.add_argument("--cases", nargs="*", default=None, help="only cases whose id contains one of these")
     p.add_argument("--kinds", default="op,program,model", help="case kinds to run (default op,program,model)")
@@ -157,11 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     cases = default_cases(args.config or [str(ROOT / "configs")], args.cases)
     cases = [c for c in cases if c.kind in args.kinds.split(",")]
     tooling = instructions.find_tooling()
-    print(f"{len(cases)} CPU case(s), {args.runs} run(s), {args.jobs} at a time", file=sys.stderr)
+    print(
+        f"{len(cases)} CPU case(s), {args.runs} run(s), {args.jobs} at a time, {args.workers} worker(s) a run",
+        file=sys.stderr,
+    )
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         runs = list(
-            pool.map(lambda i: one_pass(tooling, cases, i, args.timeout, args.keep_dumps), range(args.runs))
+            pool.map(
+                lambda i: one_pass(tooling, cases, i, args.timeout, args.workers, args.keep_dumps),
+                range(args.runs),
+            )
         )
     report = summarize(cases, runs)
     report.update(
@@ -188,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     walls = report["pass_wall_s"]
     print(
         f"one pass over {len(cases)} cases: wall {statistics.median(walls):.0f} s (median of {len(walls)}; "
-        f"{args.jobs} pass(es) side by side on a shared machine), CPU {statistics.median(report['pass_cpu_s']):.0f} s "
-        f"(worker startup {statistics.median(report['startup_cpu_s'] or [0]):.0f} s of it)"
+        f"{args.jobs} pass(es) side by side, {args.workers} worker(s) each, on a shared machine), CPU "
+        f"{statistics.median(report['pass_cpu_s']):.0f} s (worker startups "
+        f"{statistics.median(report['startup_cpu_s'] or [0]):.0f} s of it)"
     )
     print(f"written: {args.out}")
     return 0

@@ -305,6 +305,12 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
         )
         if checks:
             run_checks(bench, states, checks, log, progress)
+        counting = bench.start_instruction_counts([s.case for s in states.values()])
+        if counting and bench.instructions is not None:
+            progress.line(
+                f"benchmark: counting the instructions of {counting} CPU case(s) under callgrind, "
+                f"{bench.instructions.jobs} at a time (each item waits for its own count)"
+            )
     finally:
         if log is not None:
             log.close()

@@ -181,9 +181,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--bench-instructions",
         action="store_true",
         default=False,
-        help="also count instructions per iteration of every CPU case under valgrind's callgrind, in one "
-        "worker process (a deterministic metric, its own series, gated at 1%% by default); without "
+        help="also count instructions per iteration of every CPU case under valgrind's callgrind, after "
+        "the timing, each case in a process forked from a worker that imported the framework (a "
+        "deterministic metric, its own series, gated at 1%% by default); without "
         "valgrind the suite says so in one line and measures time only",
+    )
+    g.addoption(
+        "--bench-instruction-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --bench-instructions: count up to N cases at once, each in its own callgrind worker "
+        "(default: one per CPU, at most 4); a case counts the same whichever worker serves it",
     )
     g.addoption(
         "--bench-processes",

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import time
+from concurrent.futures import CancelledError, Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,7 @@ class BenchSession:
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         # Results of the cases measured in worker processes (`measure_in_workers`), by case id.
         self.worker_results: dict[str, CaseResult] = {}
+        self.instruction_counts: dict[str, Future] = {}  # case id -> its count, started after the trials
         # --benchmark-disable: each case runs once, untimed, in this process; nothing is recorded.
         self.disabled = compat.disabled(config)
         self.checked = 0  # cases run once with --benchmark-disable
@@ -245,10 +247,25 @@ class BenchSession:
             (reporter.write_line if reporter is not None else print)(f"benchmark: {e}")
             self.run_info["instructions"] = {"measured": False, "reason": str(e)}
             return
+        jobs = config.getoption("bench_instruction_jobs") or instructions.default_jobs()
         self.instructions = instructions.InstructionPass(
-            tooling, allocator_control=not config.getoption("bench_no_malloc_control")
+            tooling, allocator_control=not config.getoption("bench_no_malloc_control"), jobs=jobs
         )
-        self.run_info["instructions"] = {"measured": True, "valgrind": tooling.version}
+        self.run_info["instructions"] = {"measured": True, "valgrind": tooling.version, "jobs": jobs}
+
+    def start_instruction_counts(self, cases: list[Case]) -> int:
+        """After every timing trial (counting beside a timing would disturb it): count the
+        instructions of the timed CPU cases in the background, up to the pass's `jobs` at once;
+        each item then waits for its own count. Returns how many cases are being counted."""
+        if self.instructions is None:
+            return 0
+        todo = []
+        for case in cases:
+            timed = self.worker_results.get(case.id)
+            if self.counts_instructions(case) and timed is not None and timed.status in ("ok", "failed"):
+                todo.append(case)
+        self.instruction_counts.update(self.instructions.start(todo))
+        return len(todo)
 
     def counts_instructions(self, case: Case) -> bool:
         from benchmark import instructions
@@ -262,7 +279,15 @@ class BenchSession:
             return
         from benchmark import instructions
 
-        if timed.status in ("ok", "failed"):
+        future = self.instruction_counts.pop(case.id, None)
+        if future is not None:  # counted in the background since the trials ended
+            try:
+                result = future.result()
+            except CancelledError:
+                result = instructions.instruction_result_base(case)
+                result.status, result.message = "error", "not counted: the session was stopped"
+                result.finished_at = time.time()
+        elif timed.status in ("ok", "failed"):
             result = counter.measure(case)
         else:
             result = instructions.instruction_result_base(case)
