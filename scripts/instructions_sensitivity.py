@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmark import instructions, measure  # noqa: E402
+from benchmark import instruction_pass, instructions, measure  # noqa: E402
 from benchmark.config import load_paths  # noqa: E402
 from benchmark.gate import evaluate  # noqa: E402
 from benchmark.gates import load_gates  # noqa: E402
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         measured = [target, *[ok_ids[(start + k) % len(ok_ids)] for k in range(1, args.neighbours + 1)]]
         measure.pin_threads(1)
         measure.control_allocator(True)
-        counter = instructions.InstructionPass(
+        counter = instruction_pass.InstructionPass(
             instructions.find_tooling(),
             entry=(str(ROOT / "scripts" / "instructions_inject_worker.py"), f"--inject={target}:{elements}"),
         )

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmark import instructions, measure  # noqa: E402
+from benchmark import instruction_pass, instructions, measure  # noqa: E402
 from benchmark.config import load_paths  # noqa: E402
 
 TARGETS = {"op": 0.001, "program": 0.001, "model": 0.005}
@@ -52,7 +52,7 @@ def one_pass(
     """One instruction pass as the suite makes it: `workers` callgrind workers, each case in a child
     forked from one of them (`InstructionPass.start`)."""
     keep = os.path.join(keep_dumps, f"run{index}") if keep_dumps else None
-    counter = instructions.InstructionPass(tooling, timeout_s=timeout_s, keep_dumps=keep, jobs=workers)
+    counter = instruction_pass.InstructionPass(tooling, timeout_s=timeout_s, keep_dumps=keep, jobs=workers)
     t0 = time.perf_counter()
     out = {"run": index, "cases": {}, "workers": workers}
     try:
@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--workers",
         type=int,
-        default=instructions.default_jobs(),
+        default=instruction_pass.default_jobs(),
         help=f"callgrind workers counting at once within a pass, as --bench-instruction-jobs "
-        f"(default {instructions.default_jobs()})",
+        f"(default {instruction_pass.default_jobs()})",
     )
     p.add_argument("--config", action="append", default=None, help="config paths (default configs/)")
     p.add_argument("--cases", nargs="*", default=None, help="only cases whose id contains one of these")

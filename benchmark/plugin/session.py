@@ -32,7 +32,7 @@ from benchmark.records import Stats
 from benchmark.results import json_safe
 
 if TYPE_CHECKING:
-    from benchmark.instructions import InstructionPass
+    from benchmark.instruction_pass import InstructionPass
     from benchmark.store import Store
 
 JSON_REFRESH_S = 5.0
@@ -247,8 +247,10 @@ class BenchSession:
             (reporter.write_line if reporter is not None else print)(f"benchmark: {e}")
             self.run_info["instructions"] = {"measured": False, "reason": str(e)}
             return
-        jobs = config.getoption("bench_instruction_jobs") or instructions.default_jobs()
-        self.instructions = instructions.InstructionPass(
+        from benchmark.instruction_pass import InstructionPass, default_jobs
+
+        jobs = config.getoption("bench_instruction_jobs") or default_jobs()
+        self.instructions = InstructionPass(
             tooling, allocator_control=not config.getoption("bench_no_malloc_control"), jobs=jobs
         )
         self.run_info["instructions"] = {"measured": True, "valgrind": tooling.version, "jobs": jobs}

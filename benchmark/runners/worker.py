@@ -264,7 +264,7 @@ def serve_forked(
         code = os.waitstatus_to_exitcode(status)
         if code == EXIT_NO_MORE_REQUESTS:
             return
-        if code != 0:
+        if code != 0 and idle < 0:  # (an idle child had no request to answer for)
             why = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
             emit({"status": "error", "message": f"the process forked for this request {why}"})
 
