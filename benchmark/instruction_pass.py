@@ -91,16 +91,23 @@ class InstructionPass:
         entry: tuple[str, ...] | None = None,
         keep_dumps: str | None = None,
         jobs: int = 1,
+        python: str | None = None,
+        environ: dict[str, str] | None = None,
     ):
         """`keep_dumps`: a directory the worker moves callgrind's dump files to (one per chunk and
         thread, named after the chunk's label), e.g. to compare two runs with callgrind_annotate;
-        None: they are deleted once read. `jobs`: workers that count at once in `start`."""
+        None: they are deleted once read. `jobs`: workers that count at once in `start`.
+        `python`: the workers' interpreter (default this one; another environment's must import
+        `benchmark`, e.g. through `environ`'s PYTHONPATH). `environ`: the environment whose kept
+        variables the workers get (`instructions.worker_env`; default this process's)."""
         self.entry = entry  # None: the default worker entry point (see benchmark.workers.Worker)
         self.tooling = tooling
         self.allocator_control = allocator_control
         self.timeout_s = timeout_s
         self.keep_dumps = keep_dumps
         self.jobs = max(1, int(jobs))
+        self.python = python
+        self.environ = environ
         self._slots = [_Slot() for _ in range(self.jobs)]
         self._free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         for slot in self._slots:
@@ -121,8 +128,9 @@ class InstructionPass:
             "-q",
         ]
         args = ["--callgrind-hook", self.tooling.hook, "--callgrind-dumps", out, "--fork-per-request"]
-        env = worker_env(self.allocator_control)
+        env = worker_env(self.allocator_control, environ=self.environ)
         return Worker(
+            python=self.python,
             prefix=prefix,
             args=args,
             env=env,

@@ -19,6 +19,9 @@ a noise floor (configs/gates.yaml: 0.2%), and it decides on the first run after 
 
 There is no p-value: the decision is not a test against estimated noise, so these decisions stay out
 of the false-discovery-rate adjustment of the time metric.
+
+`compare_counts` applies the same effect-size rule to two environments' counts of one case
+(`benchmark compare --instructions`): B's median against A's, over the larger spread of either.
 """
 
 from __future__ import annotations
@@ -99,3 +102,51 @@ def check_deterministic(
                 current.append(i)
     assert check is not None
     return check
+
+
+@dataclass(frozen=True)
+class CountComparison:
+    """The verdict on two environments' counts of one case (`benchmark compare --instructions`)."""
+
+    verdict: str  # slower, faster, same (B against A; higher counts are slower)
+    ratio: float  # median of B / median of A
+    noise: float  # relative noise used for the decision (never below the floor)
+    min_effect: float
+    median_a: float
+    median_b: float
+
+
+def _relative_spread(x: np.ndarray) -> float:
+    """Largest deviation of the samples from their median, relative to it."""
+    med = float(np.median(x))
+    return float(np.max(np.abs(x / med - 1.0)))
+
+
+def compare_counts(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    min_effect: float,
+    noise_floor: float = DEFAULT_NOISE_FLOOR,
+    noise_sigmas: float = NOISE_SIGMAS,
+) -> CountComparison:
+    """Judge B's counts of a case against A's (each: samples of one process, finite and positive).
+    The ratio is B's median over A's; the noise is the larger relative spread of either side's
+    samples (largest deviation from its median), never below `noise_floor`. "slower" when the ratio
+    is at least 1 + min_effect and beyond 1 + noise_sigmas * noise; "faster" symmetrically
+    (ratio - 1 at most -min_effect and below -noise_sigmas * noise); else "same"."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size == 0 or y.size == 0:
+        raise ValueError("each side needs at least one count")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(x > 0) and np.all(y > 0)):
+        raise ValueError("counts must be finite and positive")
+    if not (0 <= min_effect < 1) or not (0 <= noise_floor < 1) or noise_sigmas < 0:
+        raise ValueError("min_effect and noise_floor must be fractions in [0, 1), noise_sigmas >= 0")
+    median_a, median_b = float(np.median(x)), float(np.median(y))
+    ratio = median_b / median_a
+    noise = max(noise_floor, _relative_spread(x), _relative_spread(y))
+    effect = ratio - 1.0
+    verdict = "same"
+    if abs(effect) >= min_effect and abs(effect) > noise_sigmas * noise:
+        verdict = "slower" if effect > 0 else "faster"
+    return CountComparison(verdict, ratio, noise, min_effect, median_a, median_b)

@@ -19,8 +19,8 @@ EPILOG = f"""\
 Each interpreter's environment needs {VENV_NEEDS};
 the harness's own code comes from this checkout (its root goes first on the workers' PYTHONPATH), so e.g.
   python -m venv /tmp/pr && /tmp/pr/bin/pip install paddlepaddle==3.3.1 numpy scipy pyyaml pydantic
-is enough. Exit status: 0 no case slower, 1 a case slower, 2 an input error or a case that could
-not be measured on a side.
+is enough. Exit status: 0 no case slower, 1 a case slower (in time, or with --instructions in
+instructions), 2 an input error or a case that could not be measured on a side.
 """
 
 
@@ -153,6 +153,16 @@ def register(sub) -> None:
         metavar="FILE",
         help="where the workers' own output goes (what paddle prints; default: discarded)",
     )
+    p.add_argument(
+        "--instructions",
+        action="store_true",
+        help="after the timing job (not after an interrupted one), count the instructions per iteration "
+        "of each CPU case timed on both sides under callgrind, once per side in that side's "
+        "interpreter: B/A of the counts, 'slower' (exit 1) when it is at least the instruction "
+        "min_effect of the gate settings (--gates, default configs/gates.yaml: 1%%) and beyond 3x "
+        "the noise (the counts' spread, at least the noise_floor, 0.2%%). --min-effect does not "
+        "apply. Without valgrind: one line and the timing comparison only",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_compare)
 
@@ -184,5 +194,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         json=args.json,
         worker_log=args.worker_log,
         quiet=args.quiet,
+        instructions=args.instructions,
     )
     return compare(request)

@@ -15,6 +15,7 @@ from benchmark.envcompare.sides import CompareError, Side
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark import measure
     from benchmark.analysis.sequential import Decision
+    from benchmark.envcompare.counts import CountOutcome
     from benchmark.model import Case
     from benchmark.records import ProcessValue
 
@@ -37,6 +38,7 @@ class CaseState:
     decision: Decision | None = None
     error: str | None = None
     skipped: str | None = None
+    counts: CountOutcome | None = None  # with --instructions: both sides' counts and their verdict
 
     @property
     def key(self) -> str:
@@ -72,14 +74,22 @@ class Job:
     run_ids: dict[str, int] = dataclasses.field(default_factory=dict)
     run_group: str | None = None
     interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: what was measured is kept
+    # With --instructions: {"measured": False, "reason": ...} or {"measured": True, "valgrind": ...}
+    instructions: dict[str, Any] | None = None
 
     def verdicts(self) -> list[str]:
         return [s.verdict for s in self.states]
 
+    def count_verdicts(self) -> list[str]:
+        """The instruction verdicts of the counted cases (--instructions)."""
+        return [s.counts.verdict for s in self.states if s.counts is not None]
+
     def exit_code(self) -> int:
+        """1 when a case is slower in time or in instructions; else 2 when one could not be
+        measured (or the job was interrupted); else 0."""
         from benchmark.analysis import sequential as seq
 
-        code = seq.exit_code(self.verdicts())
+        code = seq.exit_code(self.verdicts() + self.count_verdicts())
         return 2 if self.interrupted and code == 0 else code
 
 

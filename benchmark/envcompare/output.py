@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmark.envcompare.counts import count_dict, side_count_result
 from benchmark.envcompare.job import SIDES, CaseState, Job
 from benchmark.units import MISSING, format_percent
 
@@ -73,6 +74,7 @@ def job_dict(job: Job) -> dict[str, Any]:
                 "min_effect": s.min_effect,
                 "message": s.error or s.skipped,
                 "values": {k: [e.value for e in s.entries[k]] for k in SIDES},
+                "instructions": count_dict(s),
             }
         )
     return {
@@ -87,6 +89,7 @@ def job_dict(job: Job) -> dict[str, Any]:
         "seed": job.seed,
         "run_group": job.run_group,
         "run_ids": job.run_ids,
+        "instructions": job.instructions,
     }
 
 
@@ -124,7 +127,8 @@ def side_result(state: CaseState, label: str) -> CaseResult:
 
 def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> dict[str, int]:
     """Store both sides as two runs of one run group (default "compare-<UTC timestamp>"), each with
-    a note naming its side, interpreter and paddle version; returns the run ids by side."""
+    a note naming its side, interpreter and paddle version, its time results and (--instructions)
+    its instruction results; returns the run ids by side."""
     from benchmark import environment
 
     group = run_group or "compare-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -134,9 +138,10 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
     for label in SIDES:
         side = job.sides[label]
         run_info = environment.collect_run(side.info.get("framework") or {}, trigger="compare", cwd=root)
+        counted = [r for r in (side_count_result(s, label) for s in job.states) if r is not None]
         run_info.update(
             run_group=group,
-            expected_results=len(job.states),
+            expected_results=len(job.states) + len(counted),
             note=f"compare side {label}: {side.python}, paddle {side.paddle_version}",
             compare={
                 "side": label,
@@ -148,8 +153,11 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
                 "stopped": job.stopped,
             },
         )
+        if job.instructions is not None:
+            run_info["instructions"] = job.instructions
         run_id = store.begin_run({**machine, "fingerprint": f"{fp}/compare-{label}"}, run_info)
-        store.add_results(run_id, [side_result(s, label).to_dict() for s in job.states])
+        results = [side_result(s, label) for s in job.states] + counted
+        store.add_results(run_id, [r.to_dict() for r in results])
         if job.interrupted:  # kept, but never a baseline: the gate takes complete runs only
             store.finish_run(run_id, "interrupted", note=f"{run_info['note']}; {job.stopped}")
         else:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmark.envcompare import counts
 from benchmark.envcompare import job as jobs
 from benchmark.envcompare.output import case_line, job_dict, store_job
 from benchmark.envcompare.sides import CompareError, check_sides
@@ -54,6 +55,7 @@ class Request:
     json: str | None = None
     worker_log: str = os.devnull
     quiet: bool = False
+    instructions: bool = False
 
 
 def check_request(req: Request) -> None:
@@ -145,9 +147,13 @@ def compare(req: Request) -> int:
         if not req.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    def warn(line: str) -> None:  # shown even with --quiet
+        print(line, file=sys.stderr, flush=True)
+
     root = CHECKOUT_DIR  # the harness's code the workers import, and its commit
     check_request(req)
     min_effect = min_effects(req)
+    count_settings = counts.gate_settings(req.gates) if req.instructions else None
     cases = select_cases(req)
     store = open_store(db_url(req.db)) if req.store else None
     try:
@@ -174,13 +180,19 @@ def compare(req: Request) -> int:
                 progress=say,
                 worker_output=log,
             )
-        print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
-        for s in job.states:
-            print(case_line(s))
-        print(
-            f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); seed {job.seed}; "
-            "B/A > 1: B is slower"
-        )
+            print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
+            for s in job.states:
+                print(case_line(s))
+            print(
+                f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); seed {job.seed}; "
+                "B/A > 1: B is slower",
+                flush=True,
+            )
+            if count_settings is not None and job.interrupted:
+                job.instructions = {"measured": False, "reason": "the timing job was interrupted"}
+            elif count_settings is not None:
+                counts.count_job(job, settings=count_settings, say=say, warn=warn)
+            _print_counts(job)
         if job.interrupted:
             say(f"compare: {job.stopped}; storing and writing what was measured")
         if store is not None:
@@ -192,6 +204,16 @@ def compare(req: Request) -> int:
             store.close()
     _write_outputs(job, req)
     return job.exit_code()
+
+
+def _print_counts(job: jobs.Job) -> None:
+    for s in job.states:
+        line = counts.count_line(s)
+        if line is not None:
+            print(line)
+    summary = counts.summary_line(job)
+    if summary is not None:
+        print(summary)
 
 
 @contextlib.contextmanager
@@ -217,7 +239,7 @@ def _write_outputs(job: jobs.Job, req: Request) -> None:
     from benchmark.report import comparison
 
     if req.markdown:
-        Path(req.markdown).write_text(comparison.markdown(job), encoding="utf-8")
+        Path(req.markdown).write_text(comparison.markdown(job) + counts.markdown(job), encoding="utf-8")
         print(f"wrote {req.markdown}")
     if req.json:
         Path(req.json).write_text(json.dumps(job_dict(job), indent=1, default=str), encoding="utf-8")

@@ -1,0 +1,237 @@
+"""`benchmark compare --instructions`: the pure verdict on two sides' counts, and the command end to
+end with real venvs (made with --system-site-packages, so they share this interpreter's paddle),
+real callgrind workers (one per side, side by side) and a real SQLite history.
+
+A count of `paddle.abs` on 1000x1000 is its kernel's (~646k instructions a call) and repeats to
+0.01%. Venv B's .pth hook makes paddle.abs also run `paddle.sign` on a 16x16 tensor per call: one
+extra small op, which measured +2.77% instructions (645,826 -> 663,706 per iteration, `benchmark
+compare --instructions` on the config below). The end-to-end tests take about a minute each (each
+side's worker imports paddle under valgrind); they are skipped where valgrind, its header or a C
+compiler is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark.analysis.deterministic import compare_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ---------------------------------------------------------------------------------------- the verdict
+
+
+def test_counts_that_repeat_are_same_and_a_two_percent_change_is_slower_or_faster():
+    a = [645_825.5, 645_808.7, 645_843.1]
+    same = compare_counts(a, [645_830.0, 645_815.2, 645_801.9], min_effect=0.01, noise_floor=0.002)
+    assert same.verdict == "same" and same.noise == 0.002 and abs(same.ratio - 1) < 1e-4
+    slower = compare_counts(a, [663_707.9, 663_705.7, 663_701.7], min_effect=0.01, noise_floor=0.002)
+    assert slower.verdict == "slower" and slower.ratio == pytest.approx(663_705.7 / 645_825.5)
+    assert slower.median_a == 645_825.5 and slower.median_b == 663_705.7
+    faster = compare_counts([663_705.7], a, min_effect=0.01, noise_floor=0.002)
+    assert faster.verdict == "faster" and faster.ratio == pytest.approx(645_825.5 / 663_705.7)
+
+
+def test_a_change_below_min_effect_is_same_even_over_a_tiny_noise():
+    d = compare_counts([1000.0], [1009.0], min_effect=0.01, noise_floor=0.0001)
+    assert d.verdict == "same" and d.ratio == pytest.approx(1.009)
+    assert compare_counts([1000.0], [1010.0], min_effect=0.01, noise_floor=0.0001).verdict == "slower"
+
+
+def test_a_noisy_side_raises_the_noise_so_the_same_change_is_same():
+    # B's samples spread by 1% around their median: 2% is not beyond 3 x 1%.
+    noisy = compare_counts([1000.0, 1000.0], [1010.0, 1020.0, 1030.0], min_effect=0.01, noise_floor=0.002)
+    assert noisy.noise == pytest.approx(10 / 1020) and noisy.verdict == "same"
+    # The same spread on side A counts as well; with 5% more the change is beyond 3x the noise.
+    slower = compare_counts([990.0, 1000.0, 1010.0], [1050.0], min_effect=0.01, noise_floor=0.002)
+    assert slower.noise == pytest.approx(0.01) and slower.verdict == "slower"
+    # noise_sigmas sets how far beyond the noise a change must be.
+    assert compare_counts([990.0, 1010.0], [1025.0], min_effect=0.01, noise_sigmas=1.0).verdict == "slower"
+    assert compare_counts([990.0, 1010.0], [1025.0], min_effect=0.01).verdict == "same"
+
+
+def test_bad_counts_are_refused():
+    with pytest.raises(ValueError, match="at least one count"):
+        compare_counts([], [1.0], min_effect=0.01)
+    with pytest.raises(ValueError, match="finite and positive"):
+        compare_counts([1.0, 0.0], [1.0], min_effect=0.01)
+    with pytest.raises(ValueError, match="finite and positive"):
+        compare_counts([1.0], [float("nan")], min_effect=0.01)
+    with pytest.raises(ValueError, match="min_effect"):
+        compare_counts([1.0], [1.0], min_effect=1.5)
+
+
+# ------------------------------------------------------------------------------------------ end to end
+
+CONFIG = """cases:
+  - name: cmpi_abs
+    kind: op
+    op: paddle.abs
+    inputs:
+      x: {shape: [1000, 1000]}
+    places: [cpu]
+    modes: [dynamic]
+"""
+
+# Imported from a .pth file at interpreter start, before paddle is on sys.path: it patches paddle
+# once paddle is imported (an import hook). One extra small op per paddle.abs call.
+EXTRA_OP_HOOK = """import importlib.abc, importlib.util, sys
+
+
+def _patch(paddle):
+    original = paddle.abs
+    small = []
+
+    def abs(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if not small:
+            small.append(paddle.ones([16, 16]))
+        paddle.sign(small[0])
+        return out
+
+    paddle.abs = abs
+
+
+class _Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "paddle":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("paddle")
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _Hook())
+"""
+
+
+def make_venv(path: Path, *, extra_op: bool = False) -> Path:
+    """A venv sharing this interpreter's packages; `extra_op`: its paddle.abs runs one more small op."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
+    )
+    python = path / "bin" / "python"
+    if extra_op:
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        Path(purelib, "extra_op_hook.py").write_text(EXTRA_OP_HOOK)
+        Path(purelib, "extra_op_hook.pth").write_text("import extra_op_hook\n")
+    return python
+
+
+def compare(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "compare", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+    )
+
+
+@pytest.fixture
+def config(tmp_path) -> Path:
+    path = tmp_path / "cmpi.yaml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture
+def tooling():
+    from benchmark import instructions
+
+    try:
+        return instructions.find_tooling()
+    except instructions.InstructionsUnavailable as e:
+        pytest.skip(str(e))
+
+
+def test_identical_environments_count_the_same_and_both_runs_store_their_counts(tmp_path, config, tooling):
+    from benchmark.store import open_store
+
+    python_a, python_b = make_venv(tmp_path / "a"), make_venv(tmp_path / "b")
+    db, out = tmp_path / "h.sqlite", tmp_path / "job.json"
+    proc = compare(
+        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--instructions", "--db", str(db), "--json", str(out), "--seed", "3",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    counted = doc["cases"][0]["instructions"]
+    assert counted["verdict"] == "same", counted
+    assert abs(counted["ratio"] - 1) < 0.001 and counted["min_effect"] == 0.01
+    assert doc["instructions"]["measured"] is True
+    line = next(ln for ln in proc.stdout.splitlines() if "instructions B/A" in ln)
+    assert line.startswith("SAME") and "cmpi_abs-cpu-dynamic" in line and "min effect 1%" in line
+
+    store = open_store(f"sqlite:///{db}", create=False, readonly=True)
+    for label in ("A", "B"):
+        run = store.run(doc["run_ids"][label])
+        assert run.status == "complete" and run.expected_results == 2
+        results = {r.metric: r for r in store.results(doc["run_ids"][label])}
+        assert set(results) == {"time", "instructions"}
+        counts = results["instructions"]
+        assert counts.status == "ok" and counts.stats.median == pytest.approx(
+            counted[f"median_{label.lower()}"]
+        )
+        assert counts.extra["compare"]["side"] == label and counts.extra["compare"]["verdict"] == "same"
+
+
+def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path, config, tooling):
+    python_a, python_b = make_venv(tmp_path / "a"), make_venv(tmp_path / "b", extra_op=True)
+    out, md = tmp_path / "job.json", tmp_path / "c.md"
+    proc = compare(
+        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--instructions", "--no-store", "--json", str(out), "--markdown", str(md),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    case = json.loads(out.read_text())["cases"][0]
+    counted = case["instructions"]
+    assert counted["verdict"] == "slower" and counted["ratio"] > 1.02, counted
+    assert case["verdict"] != "slower" or case["ratio"] > 1  # time: whatever 3 pairs could tell
+    line = next(ln for ln in proc.stdout.splitlines() if "instructions B/A" in ln)
+    assert line.startswith("SLOWER") and "cmpi_abs-cpu-dynamic" in line
+    text = md.read_text()
+    assert "### Instruction counts" in text and "**B runs more instructions** in 1 of 1" in text
+    assert "| `cmpi_abs-cpu-dynamic` | slower |" in text
+
+
+def test_without_valgrind_one_line_names_the_package_and_the_timing_stands(tmp_path, config):
+    if shutil.which("valgrind", path=str(Path(sys.executable).parent)):
+        pytest.skip("valgrind sits beside the interpreter: cannot hide it by PATH")
+    import os
+
+    out = tmp_path / "job.json"
+    proc = compare(
+        "--a", sys.executable, "--b", sys.executable, str(config), "--quick", "--max-pairs", "3",
+        "--instructions", "--no-store", "--json", str(out),
+        cwd=tmp_path, env={**os.environ, "PATH": str(Path(sys.executable).parent)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "instruction" in ln.lower()]
+    assert len(lines) == 1, lines
+    assert "install Debian package 'valgrind'" in lines[0] and "measuring time only" in lines[0]
+    doc = json.loads(out.read_text())
+    assert doc["instructions"]["measured"] is False and "valgrind" in doc["instructions"]["reason"]
+    assert doc["cases"][0]["instructions"] is None and doc["cases"][0]["pairs"] == 3
