@@ -19,6 +19,7 @@ suffix, so a PR build never becomes a baseline of the suite's history on this ma
 Modules: `run` (`compare`: the whole job behind `benchmark compare`, from its request to the exit
 status), `sides` (checking each side's interpreter), `job` (steps, workers, sequential stopping),
 `output` (the printed lines, the JSON, storing both sides in the history), `counts` (with
-`--instructions`: both sides' instruction counts under callgrind after the timing, and their verdict). Each imports its heavy
-dependencies where it uses them, so `benchmark compare --help` stays light.
+`--instructions`: both sides' instruction counts under callgrind after the timing, and their
+verdict). Each imports its heavy dependencies where it uses them, so `benchmark compare --help`
+stays light.
 """
