@@ -67,6 +67,65 @@ def test_bad_counts_are_refused():
         compare_counts([1.0], [1.0], min_effect=1.5)
 
 
+def _job_with_counts(tmp_path, counts_by_case):
+    """A job of the CONFIG's case with (status, samples) per side as its counts, judged."""
+    from benchmark import runners
+    from benchmark.config import load_paths
+    from benchmark.envcompare import counts
+    from benchmark.envcompare.job import CaseState, Job
+    from benchmark.envcompare.sides import Side
+    from benchmark.instructions import instruction_result_base
+
+    path = tmp_path / "cmpi.yaml"
+    path.write_text(CONFIG)
+    cases, issues = load_paths([path], checks=runners.config_checks(resolve=False))
+    assert not issues
+    sides = {label: Side(label, sys.executable, {}) for label in ("A", "B")}
+    job = Job(sides=sides, states=[CaseState(case=cases[0], min_effect=0.02)])
+    job.instructions = {"measured": True, "valgrind": "valgrind-3.19.0", "elapsed_s": 40.0}
+    results = {}
+    for label, (status, samples) in counts_by_case.items():
+        r = instruction_result_base(cases[0])
+        r.status, r.samples = status, samples
+        r.message = None if status == "ok" else f"the {label} worker died"
+        results[label] = r
+    job.states[0].counts = counts.judge(results, 0.01, 0.002)
+    return job
+
+
+def test_a_count_error_on_a_side_is_an_error_row_and_exit_2(tmp_path):
+    from benchmark.envcompare import counts
+    from benchmark.envcompare.output import job_dict
+
+    job = _job_with_counts(tmp_path, {"A": ("ok", [1000.0]), "B": ("error", [])})
+    state = job.states[0]
+    assert state.counts.verdict == "error" and job.count_verdicts() == ["error"] and job.exit_code() == 2
+    assert counts.count_line(state).startswith("ERROR") and "side B: the B worker died" in counts.count_line(
+        state
+    )
+    assert "| `cmpi_abs-cpu-dynamic` | error: side B: the B worker died |" in counts.markdown(job)
+    entry = job_dict(job)["cases"][0]["instructions"]
+    assert entry["verdict"] == "error" and entry["ratio"] is None and entry["samples"]["A"] == [1000.0]
+    stored = counts.side_count_result(state, "B")
+    assert stored.metric == "instructions" and stored.extra["compare"]["verdict"] == "error"
+
+
+def test_count_verdicts_set_the_exit_status_with_the_time_verdicts(tmp_path):
+    from benchmark.envcompare import counts
+
+    slower = _job_with_counts(tmp_path, {"A": ("ok", [999.9, 1000.0, 1000.1]), "B": ("ok", [1030.0])})
+    assert slower.count_verdicts() == ["slower"] and slower.exit_code() == 1
+    line = counts.count_line(slower.states[0])
+    assert (
+        line.startswith("SLOWER") and "instructions B/A 1.0300 (+3.00%), noise 0.20%, min effect 1%" in line
+    )
+    same = _job_with_counts(tmp_path, {"A": ("ok", [1000.0]), "B": ("ok", [1000.0])})
+    assert same.count_verdicts() == ["same"] and same.exit_code() == 0
+    assert "(+0.00%)" in counts.count_line(same.states[0])
+    skipped = _job_with_counts(tmp_path, {"A": ("skipped", []), "B": ("ok", [1000.0])})
+    assert skipped.count_verdicts() == ["skipped"] and skipped.exit_code() == 0
+
+
 # ------------------------------------------------------------------------------------------ end to end
 
 CONFIG = """cases:

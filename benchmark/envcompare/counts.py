@@ -127,11 +127,17 @@ def count_job(
             say(f"compare: instructions {i} of {len(todo)} counted ({s.case.id}: {s.counts.verdict})")
     except KeyboardInterrupt:
         job.interrupted = True
+        job.instructions["interrupted"] = True
         job.stopped = f"{job.stopped}; instruction counts interrupted"
     finally:
         for p in passes.values():
             p.close()
         job.instructions["elapsed_s"] = time.monotonic() - start
+
+
+def _change(ratio: float) -> str:
+    """B/A as a signed change with two decimals (+2.77%; a change that rounds to 0 is +0.00%)."""
+    return f"{round(ratio - 1, 4) + 0.0:+.2%}"
 
 
 def count_line(s: CaseState) -> str | None:
@@ -144,7 +150,7 @@ def count_line(s: CaseState) -> str | None:
         return f"{head}  instructions: {c.message}"
     d = c.check
     return (
-        f"{head}  instructions B/A {d.ratio:.4f} ({d.ratio - 1:+.2%}), noise {d.noise:.2%}, "
+        f"{head}  instructions B/A {d.ratio:.4f} ({_change(d.ratio)}), noise {d.noise:.2%}, "
         f"min effect {d.min_effect:.0%}"
     )
 
@@ -156,9 +162,10 @@ def summary_line(job: Job) -> str | None:
     if info is None or not info.get("measured"):
         return None
     n = sum(1 for s in job.states if s.counts is not None)
+    stopped = ", interrupted" if info.get("interrupted") else ""
     return (
         f"instruction counts of {n} case(s) per side in {info.get('elapsed_s', 0):.0f} s "
-        f"({info.get('valgrind')}); B/A > 1: B runs more instructions per iteration"
+        f"({info.get('valgrind')}{stopped}); B/A > 1: B runs more instructions per iteration"
     )
 
 
@@ -227,6 +234,6 @@ def markdown(job: Job) -> str:
         d = c.check
         lines.append(
             f"| {case} | {d.verdict} | {d.median_a:,.0f} | {d.median_b:,.0f} | {d.ratio:.4f} "
-            f"({d.ratio - 1:+.2%}) | {d.noise:.2%} | {d.min_effect:.0%} |"
+            f"({_change(d.ratio)}) | {d.noise:.2%} | {d.min_effect:.0%} |"
         )
     return "\n".join([*lines, ""])
