@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from benchmark.envcompare.job import SIDES, CaseState, Job
@@ -122,7 +123,7 @@ def count_job(
     try:
         futures = {label: p.start([s.case for s in todo]) for label, p in passes.items()}
         for i, s in enumerate(todo, 1):
-            results = {label: futures[label][s.case.id].result() for label in SIDES}
+            results = {label: _result(futures[label][s.case.id], s.case) for label in SIDES}
             s.counts = judge(results, *settings(s.case))
             say(f"compare: instructions {i} of {len(todo)} counted ({s.case.id}: {s.counts.verdict})")
     except KeyboardInterrupt:
@@ -133,6 +134,18 @@ def count_job(
         for p in passes.values():
             p.close()
         job.instructions["elapsed_s"] = time.monotonic() - start
+
+
+def _result(future: Future, case: Case) -> CaseResult:
+    """A count's result; a worker that could not even be started is an error result of the case."""
+    try:
+        return future.result()
+    except Exception as e:  # e.g. OSError starting valgrind: the case errors, the others go on
+        from benchmark.instructions import instruction_result_base
+
+        r = instruction_result_base(case)
+        r.status, r.message = "error", f"not counted ({type(e).__name__}: {e})"
+        return r
 
 
 def _change(ratio: float) -> str:
