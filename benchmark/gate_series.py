@@ -18,7 +18,7 @@ from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
-from benchmark.analysis.standing import level_test, standing_change
+from benchmark.analysis.standing import level_start, level_test, standing_change
 from benchmark.gates import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Evidence, Series, Verdict
@@ -163,10 +163,9 @@ def judge_history(
     decision.baseline = f"history: {len(values) - 1} runs ({runs[0]}..{runs[-1]})"
     # The effect and its interval: the new run against the level in force before it (the runs
     # since the last accepted change, at most 10 of them), with the history's between-run noise.
-    accepted = [a.change_index for a in alerts if a.index < newest and a.reverted_at is None]
-    level_start = accepted[-1] if accepted else 0
     end = alert.change_index if alert is not None else newest
-    level = values[max(level_start, end - 10) : end] if end > level_start else values[max(end - 1, 0) : end]
+    start = level_start(alerts, end, before=newest)
+    level = values[start:end] if start < end else values[max(end - 1, 0) : end]
     level = level or values[:1]
     ref = float(np.median(level))
     est = math.log(values[-1] / ref)

@@ -22,6 +22,8 @@ from benchmark.analysis.robust import between_run_noise
 
 # A change older than the detector's longest short window is the series' level.
 MAX_STANDING_RUNS = DEFAULT_PARAMS.max_k
+# The level before a change: at most this many runs (the judge's effect interval and `level_test`).
+LEVEL_RUNS = 10
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ def standing_change(
     return level_test(values, a, alerts, min_effect=min_effect, higher_is_better=higher_is_better)
 
 
+def level_start(alerts: Sequence[Alert], end: int, *, before: int, max_runs: int = LEVEL_RUNS) -> int:
+    """The first of the runs that make the level in force before run `end`: at most `max_runs`
+    runs, none before the last change accepted before run `before` (the change of an alert raised
+    before it and not reverted). The level is the runs [start, end); none when start >= end."""
+    accepted = max((a.change_index for a in alerts if a.index < before and a.reverted_at is None), default=0)
+    return max(accepted, end - max_runs)
+
+
 def level_test(
     values: Sequence[float],
     alert: Alert,
@@ -82,10 +92,7 @@ def level_test(
     v = np.asarray(values, dtype=float)
     if v.size < 2 or not np.all(v > 0):
         return None
-    start = max(
-        (b.change_index for b in alerts if b.index < alert.index and b.reverted_at is None), default=0
-    )
-    before = np.log(v[max(start, alert.change_index - 10) : alert.change_index])
+    before = np.log(v[level_start(alerts, alert.change_index, before=alert.index) : alert.change_index])
     after = np.log(v[alert.change_index :])
     noise = between_run_noise(v[: alert.change_index].tolist())
     if before.size < 2 or after.size < 1 or noise is None or noise[0] <= 0:
