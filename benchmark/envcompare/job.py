@@ -200,10 +200,10 @@ def run_job(
     rng = random.Random(seed)
     states = [CaseState(case=c, min_effect=float(min_effect(c))) for c in cases]
     job = Job(sides=sides, states=states, budget_s=budget_s, alpha=alpha, seed=seed)
+    plan = StepPlan(settings, max_pairs, processes, allocator_control, worker_output, progress, on_step)
     start = time.monotonic()
     try:
-        finished = _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, processes, progress,
-                          on_step, worker_output, allocator_control)  # fmt: skip
+        finished = _steps(job, plan, rng, start)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by `compare`: keep what was measured
         job.stopped = f"interrupted after {job.steps} step(s)"
         job.interrupted = True
@@ -217,14 +217,27 @@ def run_job(
     return job
 
 
-def _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, processes, progress, on_step,
-           worker_output, allocator_control) -> list:  # fmt: skip
+@dataclasses.dataclass(frozen=True)
+class StepPlan:
+    """How `run_job` measures each step (the job itself holds the cases, sides, budget and alpha)."""
+
+    settings: measure.MeasureSettings
+    max_pairs: int
+    processes: int
+    allocator_control: bool
+    worker_output: Any
+    progress: Callable[[str], None]
+    on_step: Callable[[Job], None] | None
+
+
+def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
     """The steps of `run_job` until every case is decided or a limit is reached; returns the last
     step's workers (to close). A step interrupted midway adds nothing: its workers are killed and
     its pairs dropped, so both sides keep the same number of trials."""
     from benchmark.results import process_entry
 
-    alpha = job.alpha
+    states, sides, alpha, budget_s = job.states, job.sides, job.alpha, job.budget_s
+    max_pairs, worker_output = plan.max_pairs, plan.worker_output
     order = 0
     step_times: list[float] = []
     finished: list = []  # the previous step's workers, closed while the next ones start
@@ -254,8 +267,8 @@ def _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, proces
             rng.shuffle(members)
             params = [
                 {
-                    "settings": trial_settings(m.case, settings, processes),
-                    "allocator_control": allocator_control,
+                    "settings": trial_settings(m.case, plan.settings, plan.processes),
+                    "allocator_control": plan.allocator_control,
                 }
                 for m in members
             ]
@@ -290,13 +303,15 @@ def _steps(job, states, sides, rng, start, settings, budget_s, max_pairs, proces
                 if not ok and s.error is None:
                     s.error = f"side {label}: {message}"
             if s.error is None and s.skipped is None:
-                s.pairs.append((s.entries["A"][-1].value, s.entries["B"][-1].value))
+                a, b = s.entries["A"][-1].value, s.entries["B"][-1].value
+                assert a is not None and b is not None  # both trials were ok
+                s.pairs.append((a, b))
                 _decide(s, alpha, measured(states))
         step_times.append(time.monotonic() - t_step)
         job.elapsed_s = time.monotonic() - start
-        progress(step_line(job))
-        if on_step is not None:
-            on_step(job)
+        plan.progress(step_line(job))
+        if plan.on_step is not None:
+            plan.on_step(job)
     return finished
 
 
