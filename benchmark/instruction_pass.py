@@ -61,6 +61,28 @@ class _Slot:
             self.dumps = None
 
 
+_PRECOMPILED: set[str] = set()
+
+
+def precompile_harness() -> None:
+    """Write the bytecode (`__pycache__`) of every module of this package before a worker starts,
+    once per process (a no-op for what is up to date; best effort where the package is read-only).
+
+    A worker that imports a module without its bytecode compiles it, and compiling leaves a
+    different heap from loading: the first pass after a checkout or an edit counted a 100x100 abs
+    0.5% (dynamic) and 0.2% (static) apart from the later passes, which agreed to 0.0001%. The
+    workers themselves never write bytecode (PYTHONDONTWRITEBYTECODE, `instructions.worker_env`),
+    so whatever is not compiled here is compiled the same way by every worker."""
+    import compileall
+
+    root = os.path.dirname(os.path.abspath(__file__))
+    if root in _PRECOMPILED:
+        return
+    _PRECOMPILED.add(root)
+    with contextlib.suppress(OSError):
+        compileall.compile_dir(root, quiet=2)
+
+
 def default_jobs() -> int:
     """Workers counting at once by default: one per CPU this process may use (callgrind runs a
     process's threads on one CPU), at most 4 (each holds a framework under valgrind in memory)."""
@@ -115,6 +137,7 @@ class InstructionPass:
         self._executor: ThreadPoolExecutor | None = None
 
     def _start(self, slot: _Slot) -> Worker:
+        precompile_harness()
         slot.dumps = tempfile.TemporaryDirectory(prefix="bench-callgrind-")
         # One file per forked child (%p): several children of one worker may write dumps, and
         # each reads back only its own. The directory is the worker's own.

@@ -293,6 +293,7 @@ KEEP_ENV = frozenset(
         "VIRTUAL_ENV",
         "PYTHONPATH",
         "PYTHONHASHSEED",
+        "PYTHONDONTWRITEBYTECODE",
         "PYTHONWARNINGS",
         "PYTHONHOME",
         "LD_LIBRARY_PATH",
@@ -321,6 +322,9 @@ def worker_env(allocator_control: bool = True, environ: dict[str, str] | None = 
         )
     env = {**WORKER_ENV, **kept}
     env.setdefault("PYTHONHASHSEED", WORKER_HASH_SEED)
+    # A worker that wrote bytecode would leave the next one a different import (loading, not
+    # compiling), and so a different heap: see `instruction_pass.precompile_harness`.
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     for var in measure.THREAD_VARS:
         env.setdefault(var, "1")
     if allocator_control:
