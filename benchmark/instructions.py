@@ -31,7 +31,6 @@ suite says so in one line and measures time only.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import hashlib
 import os
 import platform
@@ -232,21 +231,25 @@ def read_dump(path: str | Path) -> tuple[str | None, int]:
     raise ValueError(f"{path}: no 'summary:' line (not a callgrind dump?)")
 
 
-_THREAD_SUFFIX = re.compile(r"-(\d+)$")
+# Threads whose dump files are looked for (callgrind numbers a process's threads 1, 2, ...; the
+# instruction worker's framework runs few: its thread counts are 1 and its executor is serial).
+MAX_THREAD_DUMPS = 32
 
 
 def thread_dumps(pattern: str, dump: int) -> dict[int, str]:
     """The files of dump number `dump` of a worker (its pid already in `pattern`), by thread number
     (1: the main thread). With `--separate-threads=yes` callgrind writes `PATTERN.DUMP-TT` per
-    thread; a file without the suffix (one thread) is thread 1."""
+    thread; a file without the suffix (one thread) is thread 1. The names are tried one by one up
+    to MAX_THREAD_DUMPS, never listed: a listing's size would depend on what else is in the
+    directory, and what the worker allocates between chunks moves the next chunk's count."""
     found: dict[int, str] = {}
     plain = f"{pattern}.{dump}"
     if os.path.exists(plain):
         found[1] = plain
-    for path in glob.glob(glob.escape(plain) + "-*"):
-        m = _THREAD_SUFFIX.search(path)
-        if m:
-            found[int(m.group(1))] = path
+    for thread in range(1, MAX_THREAD_DUMPS + 1):
+        path = f"{plain}-{thread:02d}"
+        if os.path.exists(path):
+            found[thread] = path
     return found
 
 
