@@ -161,22 +161,10 @@ def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]]
     from benchmark import runners
 
     ok, reason = runners.framework_available()  # the framework import, once
-
-    def ready() -> None:
-        emit(
-            {
-                "ready": True,
-                "pid": os.getpid(),
-                "framework": ok,
-                "reason": reason,
-                "cpu_s": time.process_time(),
-            }
-        )
-
+    emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason, "cpu_s": time.process_time()})
     if options.fork_per_request:
-        serve_forked(options, requests, emit, (ok, reason), ready)
+        serve_forked(options, requests, emit, (ok, reason))
         return
-    ready()
     allocator_done = False
     for line in requests:
         if not line.strip():
@@ -218,15 +206,7 @@ def handle(
 EXIT_NO_MORE_REQUESTS = 3  # a forked child's exit status when it found the requests closed
 
 
-# Children forked and ended at once before the first request: the first fork and wait of a process
-# leave state behind in it (measured: the first child counted a 100x100 abs 0.8% above the later
-# ones, which all counted the same), so requests are served from the third cycle on.
-IDLE_FORKS = 2
-
-
-def serve_forked(
-    options: argparse.Namespace, requests, emit, framework: tuple[bool, str | None], ready: Callable[[], None]
-) -> None:
+def serve_forked(options: argparse.Namespace, requests, emit, framework: tuple[bool, str | None]) -> None:
     """--fork-per-request: each request is served by a child forked from this process, which reads
     that one request, writes its record and exits. This process never reads a request, so every
     child starts from the same state (heap layout, interpreter caches) whatever was served before
@@ -239,23 +219,18 @@ def serve_forked(
     import signal
 
     me = os.getpid()
-    ready()  # a request sent now waits in the pipe for the first child that is not idle
-    idle = IDLE_FORKS
     while True:
-        idle -= 1
         pid = os.fork()
         if pid == 0:  # the child: one request, then out, whatever happens
-            code = 0
+            code = 1
             try:
-                if idle < 0:  # not an idle cycle
-                    code = 1
-                    _die_with_parent(signal.SIGKILL, me)
-                    line = requests.readline()
-                    if not line:
-                        code = EXIT_NO_MORE_REQUESTS
-                    else:
-                        emit(handle(line, options, framework, control_allocator=True))
-                        code = 0
+                _die_with_parent(signal.SIGKILL, me)
+                line = requests.readline()
+                if not line:
+                    code = EXIT_NO_MORE_REQUESTS
+                else:
+                    emit(handle(line, options, framework, control_allocator=True))
+                    code = 0
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -264,7 +239,7 @@ def serve_forked(
         code = os.waitstatus_to_exitcode(status)
         if code == EXIT_NO_MORE_REQUESTS:
             return
-        if code != 0 and idle < 0:  # (an idle child had no request to answer for)
+        if code != 0:
             why = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
             emit({"status": "error", "message": f"the process forked for this request {why}"})
 
