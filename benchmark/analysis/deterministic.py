@@ -1,8 +1,7 @@
 """Gating a nearly deterministic metric (instruction counts): one value per run, oldest first.
 
-Instruction counts of a case repeat to 0.01% between processes for most cases, and up to ~0.8%
-for small framework-bound ones (the heap layout the framework's import leaves still moves them; see
-scripts/instructions_spread.py). That is far below the between-run noise of wall time that the time
+Instruction counts of a case repeat to 0.001% between passes for most cases, and within 0.13% for
+the smallest framework-bound ones (10 passes, scripts/instructions_spread.py). That is far below the between-run noise of wall time that the time
 detector has to estimate (:mod:`benchmark.analysis.history`), so the rule is an effect-size rule on
 a noise floor (configs/gates.yaml: 0.2%), and it decides on the first run after a change:
 
