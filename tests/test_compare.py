@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compare_venvs import make_venv, pth_hook
 
 from benchmark.analysis import sequential as seq
 
@@ -76,29 +77,6 @@ def test_exit_codes_follow_the_gate():
 
 # ------------------------------------------------------------------------------------------ end to end
 
-# A .pth-loaded module that patches paddle right after it is imported (paddle is not on sys.path
-# yet when .pth files run): `_patch` comes from the case, the import hook is the same for all.
-HOOK_IMPORT = """class _Hook(importlib.abc.MetaPathFinder):  # paddle is not on sys.path yet when .pth files run
-    def find_spec(self, name, path, target=None):
-        if name != "paddle":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("paddle")
-        run = spec.loader.exec_module
-        def exec_module(module):
-            run(module)
-            _patch(module)
-        spec.loader.exec_module = exec_module
-        return spec
-sys.meta_path.insert(0, _Hook())
-"""
-
-
-def pth_hook(patch: str) -> str:
-    """The source of a module whose `_patch(paddle)` (in `patch`) runs once paddle is imported."""
-    return "import importlib.abc, importlib.util, sys, time\n" + patch + HOOK_IMPORT
-
-
 HOOK = pth_hook(
     """def _patch(paddle):
     original = paddle.abs
@@ -140,41 +118,6 @@ BROKEN_EXP = pth_hook(
 )
 
 
-def make_venv(path: Path, *, slow_abs: bool = False, hook: str | None = None) -> Path:
-    """A venv that sees exactly this interpreter's packages (paddle included, whether this
-    interpreter is itself a venv or not: its site directories are added by a .pth file, not taken
-    from the base installation); `slow_abs`: its paddle.abs takes 3x as long plus 20 ms, injected
-    by a .pth file that no config shows (`hook`: another such module)."""
-    import site
-
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
-    python = path / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
-    Path(purelib, "_share_test_interpreter.pth").write_text(
-        "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
-    )
-    if slow_abs or hook:
-        Path(purelib, "slow_abs_hook.py").write_text(hook or HOOK)
-        Path(purelib, "slow_abs_hook.pth").write_text("import slow_abs_hook\n")
-    import importlib.util
-
-    ours = importlib.util.find_spec("paddle").origin
-    theirs = subprocess.run(
-        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('paddle').origin)"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    assert theirs == ours, f"the test venv sees another paddle ({theirs}) than this interpreter ({ours})"
-    return python
-
-
 def compare(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "benchmark.cli", "compare", *args],
@@ -197,7 +140,7 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     from benchmark.store import open_store
 
     python_a = make_venv(tmp_path / "a")
-    python_b = make_venv(tmp_path / "b", slow_abs=True)
+    python_b = make_venv(tmp_path / "b", hook=HOOK)
     db = tmp_path / "h.sqlite"
     out = tmp_path / "job.json"
     proc = compare(

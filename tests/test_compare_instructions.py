@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from compare_venvs import make_venv, pth_hook
 
 from benchmark.analysis.deterministic import compare_counts
 
@@ -140,10 +141,8 @@ CONFIG = """cases:
 
 # Imported from a .pth file at interpreter start, before paddle is on sys.path: it patches paddle
 # once paddle is imported (an import hook). One extra small op per paddle.abs call.
-EXTRA_OP_HOOK = """import importlib.abc, importlib.util, sys
-
-
-def _patch(paddle):
+EXTRA_OP_HOOK = pth_hook(
+    """def _patch(paddle):
     original = paddle.abs
     small = []
 
@@ -155,44 +154,8 @@ def _patch(paddle):
         return out
 
     paddle.abs = abs
-
-
-class _Hook(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "paddle":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("paddle")
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _Hook())
 """
-
-
-def make_venv(path: Path, *, extra_op: bool = False) -> Path:
-    """A venv sharing this interpreter's packages; `extra_op`: its paddle.abs runs one more small op."""
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
-    )
-    python = path / "bin" / "python"
-    if extra_op:
-        purelib = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        Path(purelib, "extra_op_hook.py").write_text(EXTRA_OP_HOOK)
-        Path(purelib, "extra_op_hook.pth").write_text("import extra_op_hook\n")
-    return python
+)
 
 
 def compare(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -257,7 +220,7 @@ def test_identical_environments_count_the_same_and_both_runs_store_their_counts(
 
 
 def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path, config, tooling):
-    python_a, python_b = make_venv(tmp_path / "a"), make_venv(tmp_path / "b", extra_op=True)
+    python_a, python_b = make_venv(tmp_path / "a"), make_venv(tmp_path / "b", hook=EXTRA_OP_HOOK)
     out, md = tmp_path / "job.json", tmp_path / "c.md"
     proc = compare(
         "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",

@@ -1,0 +1,65 @@
+"""Helpers of the `benchmark compare` tests: venvs that see this interpreter's packages, and .pth
+modules that patch paddle once it is imported (a change a config does not show)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+# A .pth-loaded module that patches paddle right after it is imported (paddle is not on sys.path
+# yet when .pth files run): `_patch` comes from the case, the import hook is the same for all.
+HOOK_IMPORT = """class _Hook(importlib.abc.MetaPathFinder):  # paddle is not on sys.path yet when .pth files run
+    def find_spec(self, name, path, target=None):
+        if name != "paddle":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("paddle")
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            _patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, _Hook())
+"""
+
+
+def pth_hook(patch: str) -> str:
+    """The source of a module whose `_patch(paddle)` (in `patch`) runs once paddle is imported."""
+    return "import importlib.abc, importlib.util, sys, time\n" + patch + HOOK_IMPORT
+
+
+def make_venv(path: Path, *, hook: str | None = None) -> Path:
+    """A venv that sees exactly this interpreter's packages (paddle included, whether this
+    interpreter is itself a venv or not: its site directories are added by a .pth file, not taken
+    from the base installation); `hook`: the source of a module (see `pth_hook`) that a .pth file
+    imports at start, which no config shows."""
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    Path(purelib, "_share_test_interpreter.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
+    )
+    if hook:
+        Path(purelib, "paddle_patch_hook.py").write_text(hook)
+        Path(purelib, "paddle_patch_hook.pth").write_text("import paddle_patch_hook\n")
+    import importlib.util
+
+    ours = importlib.util.find_spec("paddle").origin
+    theirs = subprocess.run(
+        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('paddle').origin)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert theirs == ours, f"the test venv sees another paddle ({theirs}) than this interpreter ({ours})"
+    return python
