@@ -45,8 +45,7 @@ class _Slot:
 
     def clear_dumps(self) -> None:
         """Empty the dump directory before a case: every forked child leaves its end-of-process
-        dumps there, and a child that found more files when it looked for its own would count
-        after different allocations."""
+        dumps there (a child finds its own chunk dumps by name, so this only keeps it small)."""
         if self.dumps is not None:
             for entry in os.scandir(self.dumps.name):
                 with contextlib.suppress(OSError):
@@ -212,7 +211,8 @@ class InstructionPass:
         return {c.id: self._executor.submit(self._measure_free, c) for c in order}
 
     def close(self) -> None:
-        """Cancel what has not started, end every worker (and the case it is counting)."""
+        """Cancel what has not started and end every worker; a worker still counting a case is
+        killed, with the child counting it."""
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
