@@ -39,12 +39,7 @@ def make_venv(path: Path, *, hook: str | None = None) -> Path:
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     python = path / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    purelib = ask(python, "import sysconfig; print(sysconfig.get_path('purelib'))")
     dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
     Path(purelib, "_share_test_interpreter.pth").write_text(
         "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
@@ -55,11 +50,28 @@ def make_venv(path: Path, *, hook: str | None = None) -> Path:
     import importlib.util
 
     ours = importlib.util.find_spec("paddle").origin
-    theirs = subprocess.run(
-        [str(python), "-c", "import importlib.util; print(importlib.util.find_spec('paddle').origin)"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    theirs = ask(python, "import importlib.util; print(importlib.util.find_spec('paddle').origin)")
     assert theirs == ours, f"the test venv sees another paddle ({theirs}) than this interpreter ({ours})"
     return python
+
+
+def ask(python: Path, code: str) -> str:
+    """What `code` prints when `python` runs it."""
+    return subprocess.run(
+        [str(python), "-c", code], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def compare(
+    *args: str, cwd: Path, timeout: float = 300, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """`benchmark compare ARGS` run by this interpreter in `cwd`, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "compare", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from compare_venvs import make_venv, pth_hook
+from compare_venvs import compare, make_venv, pth_hook
 
 from benchmark.analysis import sequential as seq
 
@@ -116,17 +116,6 @@ BROKEN_EXP = pth_hook(
     paddle.exp = exp
 """
 )
-
-
-def compare(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "compare", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture

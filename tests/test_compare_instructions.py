@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import compare_venvs
 import pytest
 from compare_venvs import make_venv, pth_hook
 
@@ -159,15 +160,7 @@ EXTRA_OP_HOOK = pth_hook(
 
 
 def compare(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "compare", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env=env,
-    )
+    return compare_venvs.compare(*args, cwd=cwd, timeout=600, env=env)  # counting adds the callgrind workers
 
 
 @pytest.fixture
