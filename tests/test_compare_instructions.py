@@ -229,6 +229,8 @@ def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path,
     assert line.startswith("SLOWER") and "cmpi_abs-cpu-dynamic" in line
     text = md.read_text()
     assert "### Instruction counts" in text and "**B runs more instructions** in 1 of 1" in text
+    headline = text.splitlines()[2]  # the outcome under the title says what set the exit code
+    assert "**B runs more instructions** in 1 of 1 counted case(s)" in headline, text
     assert "| `cmpi_abs-cpu-dynamic` | slower |" in text
 
 

@@ -46,12 +46,19 @@ def markdown(job) -> str:
     verdicts = job.verdicts()
     slower = verdicts.count(seq.SLOWER)
     errors = verdicts.count(seq.ERROR)
+    counts = job.count_verdicts()  # --instructions: they set the exit code too, so they lead as well
+    in_time = " in time" if counts else ""
     if slower:
-        head = f"**B is slower** in {slower} of {len(verdicts)} case(s)"
+        head = f"**B is slower{in_time}** in {slower} of {len(verdicts)} case(s)"
     elif errors:
-        head = f"**{errors} case(s) could not be measured**; no case is slower"
+        head = f"**{errors} case(s) could not be measured**; no case is slower{in_time}"
     else:
-        head = f"**No case is slower** ({len(verdicts)} case(s))"
+        head = f"**No case is slower{in_time}** ({len(verdicts)} case(s))"
+    more = counts.count(seq.SLOWER)
+    if more:
+        head += f"; **B runs more instructions** in {more} of {len(counts)} counted case(s)"
+    elif counts:
+        head += f"; no case runs more instructions ({len(counts)} counted)"
     lines = [
         "## Benchmark comparison (A/B of two environments)",
         "",
