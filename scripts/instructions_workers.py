@@ -11,9 +11,9 @@ group by the last fingerprints depends on the worker's startup, not on the case.
 
 Found with it (static 100x100 programs, whose counts take one of two values per worker): the
 fingerprints are equal after numpy's import and differ after paddle's (e.g. one 64-byte and two
-80-byte blocks more in use), and the two groups of workers count a 100x100 feed+abs+fetch 0.004-0.25%
-apart, depending on the checkout. Run as a worker (`--as-worker DIR ...`) it is the worker entry
-point that writes those fingerprints to DIR.
+80-byte blocks more in use), and the two groups of workers count the two 100x100 programs
+0.004-0.25% apart, depending on the checkout and the worker's entry script. Run as a worker
+(`--as-worker DIR ...`) it is the worker entry point that writes those fingerprints to DIR.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main() -> int:
         + (
             "workers with the same fingerprint counted the same"
             if consistent
-            else "equal fingerprints, different counts"
+            else "some workers with equal fingerprints counted differently"
         )
     )
     return 0
