@@ -218,7 +218,7 @@ def settled_child_output():
     programs counted one of two values, 0.004-0.25% apart, depending on the worker (found with
     scripts/instructions_workers.py; the heaps were identical after numpy's import and differed
     after paddle's). Reading one pipe after the other leaves the same objects in every worker.
-    The import's command writes a few bytes to stderr; a child writing more than a pipe holds (64 KiB)
+    The import's command writes nothing to stderr; a child writing more than a pipe holds (64 KiB)
     to stderr before closing stdout would block, so this is only for the framework import."""
     import subprocess
 
