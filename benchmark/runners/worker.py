@@ -218,8 +218,8 @@ def settled_child_output():
     100x100 programs counted one of two values, 0.004-0.25% apart, depending on the worker (found with
     scripts/instructions_workers.py; the heaps were identical after numpy's import and differed
     after paddle's). Reading one pipe after the other takes the same steps in every worker: with
-    this (and `os.popen`'s child awaited too) 8 of 8 workers agreed, where 3 runs of 8-10 workers
-    without it each split. The passes of scripts/instructions_spread.py still switched value once
+    it, 8 of 8 fresh workers counted feed_fetch_empty 100x100 identically, where 5 of 14 had
+    counted the other value without it. The passes of scripts/instructions_spread.py still switched value once
     in 10 (0.039%), so a smaller dependence remains.
     The import's command writes nothing to stderr; a child writing more than a pipe holds (64 KiB)
     to stderr before closing stdout would block, so this is only for the framework import."""
