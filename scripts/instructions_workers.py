@@ -12,10 +12,10 @@ group by the last fingerprints depends on the worker's startup, not on the case.
 Found with it (static 100x100 programs, whose counts take one of two values per worker): the
 fingerprints are equal after numpy's import and differ after paddle's (e.g. one 64-byte and two
 80-byte blocks more in use), and the two groups of workers count the two 100x100 programs
-0.004-0.25% apart, depending on the checkout and the worker's entry script. The cause was the
-timing of paddle's import reading a shell command's output (now read one pipe after the other:
-benchmark.runners.worker.settled_child_output, which this entry point uses too). Run as a worker
-(`--as-worker DIR ...`) it is the worker entry point that writes those fingerprints to DIR.
+0.004-0.25% apart, depending on the checkout and the worker's entry script. Which step of the
+import varies was not found (reading paddle's shell commands' output one pipe after the other did
+not remove it). Run as a worker (`--as-worker DIR ...`) it is the worker entry point that writes
+those fingerprints to DIR.
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ def as_worker(out_dir: str) -> int:
     _fingerprint(out_dir, "numpy")
     from benchmark.runners import paddle_common, worker
 
-    with worker.settled_child_output():  # as a counting worker imports the framework
-        paddle_common.paddle()
+    paddle_common.paddle()
     _fingerprint(out_dir, "paddle")
 
     serve_forked = worker.serve_forked

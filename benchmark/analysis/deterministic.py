@@ -1,8 +1,8 @@
 """Gating a nearly deterministic metric (instruction counts): one value per run, oldest first.
 
-Instruction counts of a case repeat to 0.001% between passes for most cases, and within 0.04% for
-the static 100x100 programs (10 passes, scripts/instructions_spread.py). That is far below the
-between-run noise of wall time that the time detector has to estimate
+Instruction counts of a case repeat to 0.001% between passes for most cases; the static 100x100
+programs take one of two values, up to 0.25% apart, depending on the worker (README). That is
+far below the between-run noise of wall time that the time detector has to estimate
 (:mod:`benchmark.analysis.history`), so the rule is an effect-size rule on a noise floor
 (configs/gates.yaml: 0.2%), and it decides on the first run after a change:
 

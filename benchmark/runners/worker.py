@@ -16,7 +16,6 @@ Tasks (`TASKS`): `instructions` (callgrind instruction counts, `instructions_wor
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -161,9 +160,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]], None]) -> None:
     from benchmark import runners
 
-    # the framework import, once (forking for instruction counts: with its child output settled)
-    with settled_child_output() if options.fork_per_request else contextlib.nullcontext():
-        ok, reason = runners.framework_available()
+    ok, reason = runners.framework_available()  # the framework import, once
     emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason, "cpu_s": time.process_time()})
     if options.fork_per_request:
         serve_forked(options, requests, emit, (ok, reason))
@@ -204,43 +201,6 @@ def handle(
     record.setdefault("case_id", case.case_id)
     record.setdefault("pid", os.getpid())
     return record
-
-
-@contextlib.contextmanager
-def settled_child_output():
-    """While active, `subprocess.Popen.communicate` of a child with stdout and stderr pipes (and no
-    input or timeout) reads all of stdout, then all of stderr, then waits, instead of selecting on
-    both pipes as the output arrives.
-
-    paddle's import runs `ldd --version | awk ...` that way. How many select() rounds and reads that
-    takes depends on timing, and the Python objects those rounds leave behind (free lists, holes in
-    the allocator's pools) most likely split fresh instruction workers into two groups: the static
-    100x100 programs counted one of two values, 0.004-0.25% apart, depending on the worker (found with
-    scripts/instructions_workers.py; the heaps were identical after numpy's import and differed
-    after paddle's). Reading one pipe after the other takes the same steps in every worker: with
-    it, 8 of 8 fresh workers counted feed_fetch_empty 100x100 identically, where 5 of 14 had
-    counted the other value without it. The passes of scripts/instructions_spread.py still switched value once
-    in 10 (0.039%), so a smaller dependence remains.
-    The import's command writes nothing to stderr; a child writing more than a pipe holds (64 KiB)
-    to stderr before closing stdout would block, so this is only for the framework import."""
-    import subprocess
-
-    original = subprocess.Popen.communicate
-
-    def communicate(self, input=None, timeout=None):
-        if input is not None or timeout is not None or self.stdin or not (self.stdout and self.stderr):
-            return original(self, input, timeout)
-        out, err = self.stdout.read(), self.stderr.read()
-        self.stdout.close()
-        self.stderr.close()
-        self.wait()
-        return out, err
-
-    subprocess.Popen.communicate = communicate  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        subprocess.Popen.communicate = original  # type: ignore[method-assign]
 
 
 EXIT_NO_MORE_REQUESTS = 3  # a forked child's exit status when it found the requests closed
