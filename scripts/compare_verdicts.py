@@ -2,8 +2,9 @@
 (--slowdown 0) or where one operator of side B is slower by a known fraction, injected in a way its
 config does not show.
 
-Both environments are venvs made with `--system-site-packages` (so they share this interpreter's
-paddle); venv B gets a .pth file that imports paddle and wraps `paddle.<op>` so that each call
+Both environments are venvs that see this interpreter's packages, paddle included (made by the
+compare tests' helper, tests/compare_venvs.py); venv B gets a .pth hook that wraps `paddle.<op>`
+once paddle is imported, so that each call
 busy-waits for `slowdown` times the call's own duration after it. Each job is a real `benchmark
 compare` subprocess (`--json`); the script prints, per case, how many jobs called it slower,
 faster, same or inconclusive, and the wall time of the jobs.
@@ -27,17 +28,13 @@ import textwrap
 import time
 from pathlib import Path
 
-HOOK = '''\
-"""Injected by scripts/compare_verdicts.py: paddle.{op} takes (1 + {fraction}) times as long.
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the compare tests' venv and .pth-hook helpers
 
-Imported from a .pth file at interpreter start, before the system site-packages are on sys.path:
-it patches paddle when paddle is first imported (an import hook), not here."""
-import importlib.abc
-import importlib.util
-import sys
-import time
+from compare_venvs import make_venv, pth_hook  # noqa: E402
 
-
+# paddle.{op} takes (1 + {fraction}) times as long: each call busy-waits after itself.
+SLOWDOWN = """
 def _patch(paddle):
     original = paddle.{op}
 
@@ -50,45 +47,7 @@ def _patch(paddle):
         return out
 
     paddle.{op} = {op}
-
-
-class _PaddleHook(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "paddle":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("paddle")
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _PaddleHook())
-'''
-
-
-def make_venv(path: Path, *, op: str | None = None, fraction: float = 0.0) -> Path:
-    """A venv at `path` sharing this interpreter's packages; with `op`, paddle.<op> slowed down by
-    `fraction` (a .pth line imports the hook at interpreter start). Returns its python."""
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)], check=True
-    )
-    python = path / "bin" / "python"
-    if op:
-        site = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        Path(site, "bench_slowdown_hook.py").write_text(HOOK.format(op=op, fraction=fraction))
-        Path(site, "bench_slowdown_hook.pth").write_text("import bench_slowdown_hook\n")
-    return python
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.workdir or tempfile.mkdtemp(prefix="compare-verdicts-"))
     work.mkdir(parents=True, exist_ok=True)
     python_a = make_venv(work / "venv-a")
-    python_b = make_venv(work / "venv-b", op=args.op if args.slowdown else None, fraction=args.slowdown)
+    hook = pth_hook(SLOWDOWN.format(op=args.op, fraction=args.slowdown)) if args.slowdown else None
+    python_b = make_venv(work / "venv-b", hook=hook)
     print(
         f"venvs in {work}; B: paddle.{args.op} slower by {args.slowdown:.1%}"
         if args.slowdown
