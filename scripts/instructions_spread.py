@@ -92,10 +92,6 @@ def one_pass(
     return out
 
 
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values) if values else float("nan")
-
-
 def summarize(cases, runs: list[dict]) -> dict:
     per_case = {}
     for case in cases:
@@ -112,7 +108,7 @@ def summarize(cases, runs: list[dict]) -> dict:
             "runs": len(counts),
             "counts": counts,
             "median": statistics.median(counts) if counts else None,
-            "spread": spread(counts) if len(counts) >= 2 else None,
+            "spread": instructions.spread(counts) if len(counts) >= 2 else None,
             "target": TARGETS[case.kind],
             "wall_s": statistics.median(wall) if wall else None,
             "cpu_s": statistics.median(cpu) if cpu else None,

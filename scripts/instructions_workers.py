@@ -142,7 +142,7 @@ def main() -> int:
     for case in cases:
         values = [r["counts"][case.id] for r in rows if isinstance(r["counts"][case.id], float)]
         if len(values) >= 2:
-            spread = (max(values) - min(values)) / sorted(values)[len(values) // 2]
+            spread = instructions.spread(values)
             print(
                 f"{case.id}: {len(set(values))} distinct count(s) in {len(values)} workers, spread {spread:.4%}"
             )
