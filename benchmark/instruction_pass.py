@@ -114,13 +114,15 @@ class InstructionPass:
         jobs: int = 1,
         python: str | None = None,
         environ: dict[str, str] | None = None,
+        cwd: str = WORKER_CWD,
     ):
         """`keep_dumps`: a directory the worker moves callgrind's dump files to (one per chunk and
         thread, named after the chunk's label), e.g. to compare two runs with callgrind_annotate;
         None: they are deleted once read. `jobs`: workers that count at once in `start`.
         `python`: the workers' interpreter (default this one; another environment's must import
         `benchmark`, e.g. through `environ`'s PYTHONPATH). `environ`: the environment whose kept
-        variables the workers get (`instructions.worker_env`; default this process's)."""
+        variables the workers get (`instructions.worker_env`; default this process's). `cwd`: the
+        workers' working directory (its contents do not reach the count: see WORKER_ENV)."""
         self.entry = entry  # None: the default worker entry point (see benchmark.workers.Worker)
         self.tooling = tooling
         self.allocator_control = allocator_control
@@ -129,6 +131,7 @@ class InstructionPass:
         self.jobs = max(1, int(jobs))
         self.python = python
         self.environ = environ
+        self.cwd = cwd
         self._slots = [_Slot() for _ in range(self.jobs)]
         self._free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         for slot in self._slots:
@@ -156,7 +159,7 @@ class InstructionPass:
             prefix=prefix,
             args=args,
             env=env,
-            cwd=WORKER_CWD,
+            cwd=self.cwd,
             finalize_env=lambda argv: pad_env(env, argv),
             entry=self.entry or ("-m", WORKER_MODULE),
         )

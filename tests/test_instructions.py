@@ -289,6 +289,31 @@ def test_a_small_framework_bound_case_repeats_across_worker_processes(tmp_path):
     assert abs(a.stats.median / b.stats.median - 1) <= 0.001, (a.stats.median, b.stats.median)
 
 
+def test_files_in_the_workers_directory_do_not_move_the_count(tmp_path):
+    """The import system lists each directory on sys.path and keeps the listing, which shifts the
+    heap and so the count. Two workers side by side, one in an empty directory and one in a
+    directory of 40 files (same path length), count SMALL's framework-bound case alike."""
+    from benchmark.config import load_paths
+
+    tooling = tooling_or_skip()
+    (tmp_path / "small.yaml").write_text(SMALL)
+    cases, issues = load_paths([str(tmp_path / "small.yaml")])
+    assert not issues
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for i in range(40):
+        (tmp_path / "b" / f"file{i}.txt").write_text("x")
+    passes = [instruction_pass.InstructionPass(tooling, cwd=str(tmp_path / d)) for d in "ab"]
+    try:
+        futures = [p.start(cases)[cases[0].id] for p in passes]
+        a, b = (f.result(timeout=900) for f in futures)
+    finally:
+        for p in passes:
+            p.close()
+    assert a.status == "ok" and b.status == "ok", (a.message, b.message)
+    assert abs(a.stats.median / b.stats.median - 1) <= 0.0001, (a.stats.median, b.stats.median)
+
+
 def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_runs):
     """History: the real run, then replays of its recorded results (the count is deterministic)
     through the same store; a run whose instruction count is 1.5% higher fails only the
