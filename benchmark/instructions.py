@@ -344,6 +344,19 @@ def worker_env(allocator_control: bool = True, environ: dict[str, str] | None = 
     return dict(sorted(env.items()))
 
 
+def pythonpath_notice(environ: dict[str, str] | None = None) -> str | None:
+    """One line for a run whose workers would get a PYTHONPATH (`environ`, default os.environ):
+    its directories' listings are part of the count (see WORKER_ENV), or None."""
+    source = os.environ if environ is None else environ
+    if not source.get("PYTHONPATH"):
+        return None
+    return (
+        "instruction counts: PYTHONPATH is set; its directories' listings are part of the count "
+        "(a file added to one moves counts by up to ~0.3%): install the harness (pip install -e .) "
+        "and unset it for counts that repeat"
+    )
+
+
 def pad_env(env: dict[str, str], argv: list[str], block: int = ENV_BLOCK_BYTES) -> dict[str, str]:
     """`env` plus ENV_PAD_VAR, sized so that the process's argument and environment strings
     (each with its terminating NUL) add up to a multiple of `block` bytes."""

@@ -9,13 +9,14 @@ four points of its startup: Python started, numpy imported, paddle imported, jus
 the children that count. Workers with equal fingerprints should count alike; a case whose counts
 group by the last fingerprints depends on the worker's startup, not on the case.
 
-Found with it (static 100x100 programs, whose counts take one of two values per worker): the
-fingerprints are equal after numpy's import and differ after paddle's (e.g. one 64-byte and two
-80-byte blocks more in use), and the two groups of workers count the two 100x100 programs
-0.004-0.25% apart, depending on the checkout and the worker's entry script. Which step of the
-import varies was not found (reading paddle's shell commands' output one pipe after the other did
-not remove it). Run as a worker (`--as-worker DIR ...`) it is the worker entry point that writes
-those fingerprints to DIR.
+Found with it (static 100x100 programs, whose counts took one of two values per worker): the
+fingerprints were equal after numpy's import and differed after paddle's, by a few small blocks.
+One cause that gives this pattern: the import system keeps a listing of every directory on the
+worker's sys.path, so a file added to one (its working directory, a PYTHONPATH entry) shifts the
+heap (README, "Instruction counts"). Run as a worker (`--as-worker DIR ...`) it is the worker
+entry point that writes those fingerprints to DIR; as the suite's workers, it then imports the
+harness as installed (PYTHONSAFEPATH=1 keeps its own directory off sys.path, and it adds no
+checkout to it).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if sys.argv[1:2] != ["--as-worker"]:  # the parent may run from a checkout; a worker must not list it
+    sys.path.insert(0, str(ROOT))
 
 STAGES = ("python", "numpy", "paddle", "fork")
 

@@ -387,3 +387,11 @@ def test_worker_env_makes_relative_pythonpath_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = instructions.worker_env(environ={"PYTHONPATH": "src" + os.pathsep + "/abs/lib"})
     assert env["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "src"), "/abs/lib"]
+
+
+def test_a_pythonpath_is_named_in_one_line_because_its_listing_is_counted():
+    notice = instructions.pythonpath_notice({"PYTHONPATH": "/some/checkout"})
+    assert notice is not None and "PYTHONPATH" in notice and "pip install -e ." in notice
+    assert "\n" not in notice
+    assert instructions.pythonpath_notice({"PATH": "/usr/bin"}) is None
+    assert instructions.pythonpath_notice({"PYTHONPATH": ""}) is None

@@ -254,6 +254,11 @@ class BenchSession:
             tooling, allocator_control=not config.getoption("bench_no_malloc_control"), jobs=jobs
         )
         self.run_info["instructions"] = {"measured": True, "valgrind": tooling.version, "jobs": jobs}
+        notice = instructions.pythonpath_notice()
+        if notice:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            (reporter.write_line if reporter is not None else print)(f"benchmark: {notice}")
+            self.run_info["instructions"]["pythonpath"] = True
 
     def start_instruction_counts(self, cases: list[Case]) -> int:
         """After every timing trial (counting beside a timing would disturb it): count the
