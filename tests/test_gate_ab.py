@@ -14,12 +14,11 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import result_from_processes
 
 from benchmark.analysis.compare import compare, compare_processes
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
-from benchmark.model import CaseResult
-from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
 
 ALPHA, MIN_EFFECT = 0.01, 0.05
@@ -147,13 +146,7 @@ CASES = {f"ops.case{i}[n=64]": 10e-6 * (i + 1) for i in range(8)}
 
 
 def _result(case_id: str, run: list[np.ndarray]) -> dict:
-    processes = [process_entry(k, 1000 + k, k, "ok", list(x), 10) for k, x in enumerate(run)]
-    pooled, stats = summarize_processes(processes)
-    return CaseResult(
-        case_id=case_id, name=case_id.split("[")[0], kind="op", place="cpu", mode="dynamic",
-        config={"case": case_id}, config_hash=f"cfg-{case_id}", status="ok", samples=pooled, stats=stats,
-        processes=processes,
-    ).to_dict()  # fmt: skip
+    return result_from_processes(case_id, run)
 
 
 def test_two_recorded_runs_of_identical_code_pass_the_ab(tmp_path, capsys):

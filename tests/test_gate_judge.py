@@ -11,14 +11,14 @@ import re
 
 import numpy as np
 import pytest
+from synthetic import result_from_processes
 
 from benchmark.cli import main
 from benchmark.gate import nothing_to_compare
 from benchmark.gate_series import MIN_RUNS
-from benchmark.model import CaseResult, Evidence, Verdict
+from benchmark.model import Evidence, Verdict
 from benchmark.report import html as dashboard
 from benchmark.report.compare_runs import JUDGED_STATUS, compare_run, gate_passed, run_notice
-from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "judge-host", "cpu_model": "test", "fingerprint": "judgemachine001"}
@@ -29,17 +29,15 @@ DAY = 86400.0
 
 def _result(case_id: str, level: float, rng, *, processes: int = 5, kind: str = "op") -> dict:
     levels = level * np.exp(rng.normal(0.0, 0.02, processes))
-    entries = [
-        process_entry(k, 4000 + k, k, "ok", list(lv * np.exp(rng.normal(0.0, 0.005, 20))), 10)
-        for k, lv in enumerate(levels)
-    ]
-    pooled, stats = summarize_processes(entries)
     model = kind == "model"
-    return CaseResult(
-        case_id=case_id, name=case_id.split("[")[0].split("-")[0], kind=kind, place="cpu",
-        mode="train" if model else "dynamic", config={"case": case_id}, config_hash=f"cfg-{case_id}",
-        status="ok", samples=pooled, stats=stats, processes=entries, batch_size=16 if model else None,
-    ).to_dict()  # fmt: skip
+    return result_from_processes(
+        case_id,
+        [lv * np.exp(rng.normal(0.0, 0.005, 20)) for lv in levels],
+        name=case_id.split("[")[0].split("-")[0],
+        kind=kind,
+        mode="train" if model else "dynamic",
+        batch_size=16 if model else None,
+    )
 
 
 def _record(url: str, r: int, rng, model_factor: float = 1.0) -> int:

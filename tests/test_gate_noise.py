@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from synthetic import result_from_processes
 
 from benchmark.analysis.history import check_latest
 from benchmark.analysis.robust import process_noise
 from benchmark.gate import evaluate
 from benchmark.gates import load_gates
-from benchmark.model import CaseResult, Evidence, Verdict
-from benchmark.results import process_entry, summarize_processes
+from benchmark.model import Evidence, Verdict
 from benchmark.store import open_store
 
 RUNS, STEP = 30, 1.07  # a 7% step over the two newest runs
@@ -42,15 +42,8 @@ def test_noise_must_have_one_entry_per_run():
 
 def _result(level: float, spread: float) -> dict:
     # three processes at level * exp(-spread, 0, +spread): their median is exactly the run value
-    entries = [
-        process_entry(k, 100 + k, k, "ok", [level * np.exp(f * spread)] * 5, 10)
-        for k, f in enumerate((-1, 0, 1))
-    ]
-    pooled, stats = summarize_processes(entries)
-    return CaseResult(
-        case_id="ops.x[n=1]", name="ops.x", kind="op", place="cpu", mode="dynamic", config={"c": 1},
-        config_hash="cfg-x", status="ok", samples=pooled, stats=stats, processes=entries,
-    ).to_dict()  # fmt: skip
+    per_process = [[level * np.exp(f * spread)] * 5 for f in (-1, 0, 1)]
+    return result_from_processes("ops.x[n=1]", per_process, config={"c": 1}, config_hash="cfg-x")
 
 
 @pytest.mark.parametrize(("spread", "verdict"), [(0.01, Verdict.REGRESSION), (0.10, Verdict.PASS)])

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from synthetic import result_from_samples
 
-from benchmark.analysis.summary import summarize
 from benchmark.cli import main
 from benchmark.gates import GateError, load_gates
 from benchmark.metrics import BUILTIN, METRICS, TIME, Metric, MetricError, get_metric, register, unregister
 from benchmark.model import CaseResult
-from benchmark.records import Stats
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "metrics-host", "cpu_model": "test", "fingerprint": "metricsmachine01"}
@@ -73,11 +72,10 @@ def test_an_unknown_or_conflicting_metric_gets_a_clear_error():
 
 def _result(value: float, k: int) -> dict:
     samples = [value * (1 + 1e-4 * (i - 2)) for i in range(5)]  # repeats to 0.04%
-    return CaseResult(
-        case_id="resnet18-infer", name="resnet18", kind="model", place="cpu", mode="infer",
-        config={"case": "resnet18"}, config_hash="cfg-resnet18", status="ok", metric="peak_rss",
-        unit="B", samples=samples, stats=Stats.from_dict(summarize(samples)), started_at=1.7e9 + k * DAY,
-    ).to_dict()  # fmt: skip
+    return result_from_samples(
+        "resnet18-infer", samples, name="resnet18", kind="model", mode="infer", config={"case": "resnet18"},
+        config_hash="cfg-resnet18", metric="peak_rss", unit="B", started_at=1.7e9 + k * DAY,
+    )  # fmt: skip
 
 
 def _history(url: str, levels: list[float]) -> list[int]:

@@ -11,10 +11,9 @@ import math
 
 import numpy as np
 import pytest
+from synthetic import result_from_samples
 
-from benchmark.analysis.summary import summarize
 from benchmark.model import CaseResult, Series, SeriesKey
-from benchmark.records import Stats
 from benchmark.report import jobs, plots, trend
 from benchmark.report.compare_runs import Row, analyse, load_series
 from benchmark.store import open_store
@@ -26,18 +25,7 @@ RUNS, STEP_AT, ROUNDS = 30, 18, 8
 
 def _result(case_id: str, place: str, level: float, rng, **extra) -> dict:
     samples = level * np.exp(rng.normal(0, 0.01, ROUNDS))
-    return CaseResult(
-        case_id=case_id,
-        name=case_id.split("[")[0],
-        kind="op",
-        place=place,
-        mode="dynamic",
-        config={"case": case_id},
-        config_hash=f"cfg-{case_id}-{place}",
-        samples=samples.tolist(),
-        stats=Stats.from_dict(summarize(samples)),
-        **extra,
-    ).to_dict()
+    return result_from_samples(case_id, samples, place=place, config_hash=f"cfg-{case_id}-{place}", **extra)
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic import result_from_samples
 
-from benchmark.analysis.summary import summarize
 from benchmark.cli import main
-from benchmark.model import CaseResult
-from benchmark.records import Stats
 from benchmark.report import html as dashboard
 from benchmark.report import svg as inline_svg
 from benchmark.store import open_store
@@ -59,20 +57,15 @@ def _level(kind: str, base: float, r: int) -> float:
 
 
 def _result(case_id: str, place: str, level: float, rng, status: str = "ok") -> dict:
-    samples = level * np.exp(rng.normal(0, 0.01, ROUNDS)) if status == "ok" else np.empty(0)
-    return CaseResult(
-        case_id=case_id,
-        name=case_id.split("[")[0],
-        kind="op",
+    samples = level * np.exp(rng.normal(0, 0.01, ROUNDS)) if status == "ok" else []
+    return result_from_samples(
+        case_id,
+        samples,
         place=place,
-        mode="dynamic",
         config={"case": case_id, "note": "<img src=x onerror=alert(5)>"},
-        config_hash=f"cfg-{case_id}",
         status=status,
         message={"ok": None, "skipped": "needs a CUDA place"}.get(status, "RuntimeError: <b>boom</b>"),
-        samples=samples.tolist(),
-        stats=Stats.from_dict(summarize(samples) if status == "ok" else {}),
-    ).to_dict()
+    )
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,9 @@ import re
 
 import numpy as np
 import pytest
+from synthetic import result_from_samples
 
-from benchmark.analysis.summary import summarize
 from benchmark.cli import main
-from benchmark.model import CaseResult
-from benchmark.records import Stats
 from benchmark.report import markdown
 from benchmark.report.compare_runs import compare_run, counts, gate_passed
 from benchmark.store import open_store
@@ -43,20 +41,8 @@ WEIRD = "ops.pipe|and`tick`<b>bold</b>"
 
 
 def _result(case_id: str, level: float, rng, status: str = "ok", message: str | None = None) -> dict:
-    samples = level * np.exp(rng.normal(0, 0.01, ROUNDS)) if status == "ok" else np.empty(0)
-    return CaseResult(
-        case_id=case_id,
-        name=case_id.split("[")[0],
-        kind="op",
-        place="cpu",
-        mode="dynamic",
-        config={"case": case_id},
-        config_hash=f"cfg-{case_id}",
-        status=status,
-        message=message,
-        samples=samples.tolist(),
-        stats=Stats.from_dict(summarize(samples) if status == "ok" else {}),
-    ).to_dict()
+    samples = level * np.exp(rng.normal(0, 0.01, ROUNDS)) if status == "ok" else []
+    return result_from_samples(case_id, samples, status=status, message=message)
 
 
 def _run_results(r: int, rng) -> list[dict]:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from synthetic import result_from_processes
 
 from benchmark.analysis.history import simulate_online
 from benchmark.analysis.standing import MAX_STANDING_RUNS, level_test, standing_change
 from benchmark.cli import main
-from benchmark.model import CaseResult
-from benchmark.results import process_entry, summarize_processes
 from benchmark.store import open_store
 
 
@@ -65,15 +64,9 @@ SLOW = "op07"
 
 def _result(case_id: str, level: float, rng) -> dict:
     levels = level * np.exp(rng.normal(0.0, 0.02, 3))
-    entries = [
-        process_entry(k, 5000 + k, k, "ok", list(lv * np.exp(rng.normal(0.0, 0.005, 20))), 10)
-        for k, lv in enumerate(levels)
-    ]
-    pooled, stats = summarize_processes(entries)
-    return CaseResult(
-        case_id=case_id, name=case_id, kind="op", place="cpu", mode="dynamic", config={"case": case_id},
-        config_hash=f"cfg-{case_id}", status="ok", samples=pooled, stats=stats, processes=entries,
-    ).to_dict()  # fmt: skip
+    return result_from_processes(
+        case_id, [lv * np.exp(rng.normal(0.0, 0.005, 20)) for lv in levels], name=case_id
+    )
 
 
 def test_the_gate_fails_a_lone_regression_in_a_large_suite_and_keeps_failing_while_it_holds(tmp_path, capsys):

@@ -1,0 +1,48 @@
+"""Synthetic case results for the analysis, gate, store and report tests.
+
+The CaseResult fields every such test fills the same way live here; each test draws its own
+numbers and passes them in, with any field it needs different (kind, mode, status, config, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from benchmark.analysis.summary import summarize
+from benchmark.model import CaseResult
+from benchmark.records import Stats
+from benchmark.results import process_entry, summarize_processes
+
+ITERATIONS = 10  # iterations per round recorded with every synthetic process
+
+
+def _fields(case_id: str, fields: dict) -> dict:
+    return {
+        "case_id": case_id,
+        "name": case_id.split("[")[0],
+        "kind": "op",
+        "place": "cpu",
+        "mode": "dynamic",
+        "config": {"case": case_id},
+        "config_hash": f"cfg-{case_id}",
+        "status": "ok",
+        **fields,
+    }
+
+
+def result_from_samples(case_id: str, samples: Iterable[float], **fields) -> dict:
+    """A stored-result dict whose raw samples are `samples` (none: empty stats, e.g. for an error)."""
+    values = [float(x) for x in samples]
+    stats = Stats.from_dict(summarize(values) if values else {})
+    return CaseResult(**_fields(case_id, fields), samples=values, stats=stats).to_dict()
+
+
+def result_from_processes(case_id: str, processes: Sequence[Iterable[float]], **fields) -> dict:
+    """A stored-result dict measured in one worker process per entry of `processes` (that
+    process's samples), pooled and summarised as the suite does."""
+    entries = [
+        process_entry(k, 1000 + k, k, "ok", [float(x) for x in xs], ITERATIONS)
+        for k, xs in enumerate(processes)
+    ]
+    pooled, stats = summarize_processes(entries)
+    return CaseResult(**_fields(case_id, fields), samples=pooled, stats=stats, processes=entries).to_dict()
