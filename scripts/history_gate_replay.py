@@ -4,8 +4,9 @@
 
 The history at URL holds N runs of the same code (e.g. the 20 runs `scripts/unchanged_gate.py`
 records). Under unchanged code the runs are exchangeable, so each trial draws a random order of
-them, takes the first N-K as the series' history and judges the last K (`--after`, default 2) as the
-runs after a change: one case's results in those runs (raw samples and per-process values) are
+them, takes the first N-K as the series' history (or `--history H` runs drawn from those N-K
+with replacement, as a longer series) and judges the last K (`--after`, default 2) as the runs
+after a change: one case's results in those runs (raw samples and per-process values) are
 multiplied by (1 + slowdown), as if its operator had slowed down without its config changing. The
 judge is the one `benchmark gate` uses (`benchmark.gate.decide_results`, then Benjamini-Hochberg
 across the run with `control_fdr`), with the settings of configs/gates.yaml (`--gates`). The
@@ -83,9 +84,19 @@ def load(db: str) -> list[dict[SeriesKey, CaseResult]]:
     return runs
 
 
-def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr_alpha: float, after: int = 2):
+def replay(
+    runs,
+    gates,
+    slowdown: float,
+    trials: int,
+    seed: int,
+    fdr_alpha: float,
+    after: int = 2,
+    history: int | None = None,
+):
     """Per slowed case: [trials whose gate failed on it by the 1st, 2nd, ... `after`-th changed
-    run, trials]; the other cases' failures (each a false one)."""
+    run, trials]; the other cases' failures (each a false one). `history`: draw that many history
+    runs with replacement from the runs not judged as changed (default: each of them once)."""
     keys = sorted(set.intersection(*(set(r) for r in runs)))
     rng = np.random.default_rng(seed)
     caught = {k: [0] * (after + 1) for k in keys}
@@ -93,7 +104,9 @@ def replay(runs, gates, slowdown: float, trials: int, seed: int, fdr_alpha: floa
     for t in range(trials):
         target = keys[t % len(keys)]
         name = (target.case_id, target.place, target.mode)
-        order = [runs[i] for i in rng.permutation(len(runs))]
+        perm = rng.permutation(len(runs))
+        pool = perm[:-after] if history is None else rng.choice(perm[:-after], size=history, replace=True)
+        order = [runs[i] for i in [*pool, *perm[-after:]]]
         # run positions 1..N stand in for run ids: what the judge reports, in time order
         timeline: dict[SeriesKey, list[tuple[int, CaseResult]]] = {k: [] for k in keys}
         for pos, run in enumerate(order[:-after], start=1):
@@ -141,6 +154,13 @@ def main(argv=None) -> int:
         default=2,
         help="changed runs judged after the change (default 2; the target is by the 2nd)",
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=None,
+        help="history runs per trial, drawn with replacement from the runs not judged (default: each "
+        "once; a nightly's series is longer than a recording, and its gate has more runs to estimate noise from)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the run orders")
     parser.add_argument(
         "--fdr-alpha",
@@ -162,10 +182,15 @@ def main(argv=None) -> int:
         parser.error(
             f"--after {args.after}: expected 1..{len(runs) - 12} (12 earlier runs must stay as history)"
         )
-    caught, others = replay(runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha, args.after)
+    if args.history is not None and args.history < 12:
+        parser.error(f"--history {args.history}: the history gate needs at least 12 earlier runs")
+    caught, others = replay(
+        runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha, args.after, args.history
+    )
+    drawn = "" if args.history is None else f", histories of {args.history} runs drawn with replacement"
     print(
         f"{len(runs)} recorded runs, {len(caught)} time series, slowdown {args.slowdown:+.1%}, {args.trials} trials"
-        + f", Benjamini-Hochberg at {fdr_alpha:g}"
+        + f", Benjamini-Hochberg at {fdr_alpha:g}{drawn}"
     )
     print(
         f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} "
