@@ -352,7 +352,7 @@ def pythonpath_notice(environ: dict[str, str] | None = None) -> str | None:
         return None
     return (
         "instruction counts: PYTHONPATH is set; its directories' listings are part of the count "
-        "(a file added to one moves counts by up to ~0.3%): install the harness (pip install -e .) "
+        "(40 files added to one moved a 16x16 abs by 0.34%): install the harness (pip install -e .) "
         "and unset it for counts that repeat"
     )
 
