@@ -15,14 +15,14 @@ One cause that gives this pattern: the import system keeps a listing of every di
 worker's sys.path, so a file added to one (its working directory, a PYTHONPATH entry) shifts the
 heap (README, "Instruction counts"). Run as a worker (`--as-worker DIR ...`) it is the worker
 entry point that writes those fingerprints to DIR; as the suite's workers, it then imports the
-harness as installed (PYTHONSAFEPATH=1 keeps its own directory off sys.path, and it adds no
-checkout to it).
+harness as installed where it is (PYTHONSAFEPATH=1 keeps its own directory off sys.path).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -30,7 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if sys.argv[1:2] != ["--as-worker"]:  # the parent may run from a checkout; a worker must not list it
+# The parent may run from a checkout; a worker imports the harness as installed (a checkout on its
+# sys.path would be listed, and shift its heap), and the checkout only where none is installed.
+if sys.argv[1:2] != ["--as-worker"] or importlib.util.find_spec("benchmark") is None:
     sys.path.insert(0, str(ROOT))
 
 STAGES = ("python", "numpy", "paddle", "fork")
