@@ -1,10 +1,11 @@
 """Gating a nearly deterministic metric (instruction counts): one value per run, oldest first.
 
-Instruction counts of a case repeat to 0.001% between passes for most cases; the static 100x100
-programs take one of two values, up to 0.25% apart, depending on the worker (README). That is
-far below the between-run noise of wall time that the time detector has to estimate
-(:mod:`benchmark.analysis.history`), so the rule is an effect-size rule on a noise floor
-(configs/gates.yaml: 0.2%), and it decides on the first run after a change:
+Instruction counts of a case repeat exactly between passes for most cases, and within 0.005% for
+all of them while nothing on the worker's sys.path changes (a directory listing shifted the static
+100x100 programs by up to 0.25%: README). That is far below the between-run noise of wall time
+that the time detector has to estimate (:mod:`benchmark.analysis.history`), so the rule is an
+effect-size rule on a noise floor (configs/gates.yaml: 0.2%), and it decides on the first run
+after a change:
 
 * **Level.** The runs since the last accepted change form the current level; its reference value is
   the median of the level's first ``anchor_runs`` runs, so a slow drift accumulates against a fixed
