@@ -46,6 +46,12 @@ def project_root(config: pytest.Config) -> Path:
     return Path(config.rootpath)
 
 
+def _say(config: pytest.Config, text: str) -> None:
+    """One `benchmark: ...` line on the terminal (stdout without pytest's reporter)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    (reporter.write_line if reporter is not None else print)(f"benchmark: {text}")
+
+
 class BenchSession:
     """One run of the suite: options, selected cases, history run, JSON summary, results."""
 
@@ -243,8 +249,7 @@ class BenchSession:
         try:
             tooling = instructions.find_tooling()
         except instructions.InstructionsUnavailable as e:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            (reporter.write_line if reporter is not None else print)(f"benchmark: {e}")
+            _say(config, str(e))
             self.run_info["instructions"] = {"measured": False, "reason": str(e)}
             return
         from benchmark.instruction_pass import InstructionPass, default_jobs
@@ -256,8 +261,7 @@ class BenchSession:
         self.run_info["instructions"] = {"measured": True, "valgrind": tooling.version, "jobs": jobs}
         notice = instructions.pythonpath_notice()
         if notice:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            (reporter.write_line if reporter is not None else print)(f"benchmark: {notice}")
+            _say(config, notice)
             self.run_info["instructions"]["pythonpath"] = True
 
     def start_instruction_counts(self, cases: list[Case]) -> int:
