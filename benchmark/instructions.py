@@ -109,6 +109,9 @@ VALGRIND_ARGS = (
     # background threads wake up on timers, so how much of their work lands in a chunk depends on
     # the machine's load; their total is kept as a diagnostic).
     "--separate-threads=yes",
+    # No gdbserver: it is never used here, and with it each worker left two FIFOs and a
+    # shared-memory file in /tmp that were not removed when the worker was ended.
+    "--vgdb=no",
 )
 
 
