@@ -6,7 +6,8 @@ A worker is `python -m benchmark.runners.worker` (optionally behind a command pr
 * parent -> worker, on the worker's stdin: `{"task": NAME, "case": Case.to_json(), "params": {...}}`;
 * worker -> parent, on a dedicated pipe (the worker's stdout and stderr stay free for whatever the
   framework prints): `{"status": "ok"|"error"|"skipped", ...task fields...}`, one per request, in
-  order; first a `{"ready": true, "pid": ...}` line once the worker has imported what it needs.
+  order; first a `{"ready": true, "pid": ...}` line once the worker has imported what it needs
+  (`Worker.ready`, to which the parent adds `cpu_s`: the worker's CPU time when the line arrived).
 
 A worker serves any number of requests in the order sent, so one framework import is paid for many
 cases; the parent stays native. A worker that dies or exceeds its timeout yields an error record
@@ -98,6 +99,20 @@ class Worker:
         line, self._buffer = self._buffer.split("\n", 1)
         return line
 
+    def _ready(self, line: str) -> dict[str, Any]:
+        """The ready record, with `cpu_s`: the worker's CPU seconds (user + system) so far, read
+        here rather than sent, so that the worker writes nothing that depends on a timing (its
+        heap at that point is where every forked child starts from). None where not readable."""
+        import psutil
+
+        ready = json.loads(line)
+        try:
+            times = psutil.Process(self.proc.pid).cpu_times()
+            ready["cpu_s"] = times.user + times.system
+        except psutil.Error:
+            ready["cpu_s"] = None
+        return ready
+
     def _fail(self, why: str) -> dict[str, Any]:
         code = self.proc.poll()
         self.close()
@@ -111,7 +126,7 @@ class Worker:
         if self.ready is None and self.alive():
             line = self._read_line(time.monotonic() + timeout_s)
             if line is not None:
-                self.ready = json.loads(line)
+                self.ready = self._ready(line)
         return self.ready is not None
 
     def request(
@@ -124,7 +139,7 @@ class Worker:
             line = self._read_line(time.monotonic() + READY_TIMEOUT_S)
             if line is None:
                 return self._fail("did not start (no ready line)")
-            self.ready = json.loads(line)
+            self.ready = self._ready(line)
         message = {"task": task, "case": case.to_json(), "params": params or {}}
         stdin = self.proc.stdin
         assert stdin is not None  # opened with stdin=PIPE

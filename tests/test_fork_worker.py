@@ -76,6 +76,16 @@ def test_every_request_is_served_by_a_fresh_child_of_the_worker(forked):
     assert worker.ready["pid"] not in {r["pid"] for r in records}
 
 
+def test_the_ready_record_has_the_workers_startup_cpu_time_read_by_the_parent(forked):
+    """The worker's ready line carries nothing timed (its JSON's size would shape the heap every
+    forked child starts from); the parent adds the worker's CPU time as it reads the line."""
+    worker, _ = forked
+    cpu = worker.ready["cpu_s"]
+    assert isinstance(cpu, float) and cpu > 0  # at least the framework's import
+    later = psutil.Process(worker.ready["pid"]).cpu_times()
+    assert cpu <= later.user + later.system
+
+
 def wait_for_mark(mark: Path, timeout_s: float = 60.0) -> int:
     """The pid the serving child wrote to `mark` once inside its request."""
     deadline = time.monotonic() + timeout_s
