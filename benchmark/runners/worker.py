@@ -162,8 +162,8 @@ def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]]
 
     ok, reason = runners.framework_available()  # the framework import, once
     # Nothing timed in this line: a forked child starts from the heap its JSON left, and the
-    # digits of a CPU time (14-17 in a float's repr) moved a 16x16 abs's instruction count by up to
-    # 0.37% between workers. The parent reads the startup CPU time itself (Worker.ready["cpu_s"]).
+    # varying number of digits of a CPU time (a float's repr) moved a 16x16 abs's instruction count
+    # by 0.37% between workers. The parent reads the startup CPU time itself (Worker.ready["cpu_s"]).
     emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason})
     if options.fork_per_request:
         serve_forked(options, requests, emit, (ok, reason))
