@@ -14,8 +14,16 @@ slowed case goes round the recorded time series, one per trial.
 
 It prints, per case: the share of its trials whose gate failed on it by the 1st, 2nd, ... changed
 run (`--after`, default 2; target: >= 90% by the second for a 5% slowdown), its between-run noise in the
-recording, its minimum effect; and over all trials how often any other case failed (false
-alarms). With `--slowdown 0` every failure is a false one. A benchmark on recorded data, not a test.
+recording, its minimum effect, and the *bound*: the share of trials in which the best possible test
+of the first `--after` changed runs would fail it (`bound`); and over all trials how often any
+other case failed (false alarms). With `--slowdown 0` every failure is a false one. A benchmark on
+recorded data, not a test.
+
+The bound is the power of a one-sided z test of the mean of the K changed runs against the old
+level, at the detector's false-alarm level per run and direction (`Params.alpha / 2`), that knows
+the level and the noise exactly (normal, independent runs) and also needs the mean beyond the
+minimum effect. No detector that sees only those runs does better; where the bound is under 90%
+the series' noise or its minimum effect, not the detector, keeps the target out of reach.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmark.analysis.history import Params  # noqa: E402
 from benchmark.gate import control_fdr, decide_results  # noqa: E402
 from benchmark.gate_series import run_value  # noqa: E402
 from benchmark.gates import load_gates  # noqa: E402
@@ -70,6 +80,17 @@ def _series(key: SeriesKey, history: list[tuple[int, CaseResult]]) -> Series:
         samples=samples,
         process_values=procs,
     )
+
+
+def bound(slowdown: float, noise: float, min_effect: float, runs: int, alpha: float) -> float:
+    """The power of the best test of `runs` changed runs (module doc): a one-sided z test at level
+    `alpha` of their mean log value, each run with known noise `noise` (sd of the log), that must
+    also reach the minimum effect. Pure."""
+    se = noise / np.sqrt(runs)
+    if se <= 0:
+        return float(np.log1p(slowdown) >= np.log1p(min_effect))
+    need = max(float(sps.norm.isf(alpha)) * se, float(np.log1p(min_effect)))
+    return float(sps.norm.sf((need - np.log1p(slowdown)) / se))
 
 
 def load(db: str) -> list[dict[SeriesKey, CaseResult]]:
@@ -195,9 +216,10 @@ def main(argv=None) -> int:
     print(
         f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} "
         + "".join(f" {f'by {i}.':>6}" for i in range(1, args.after + 1))
-        + f" {'trials':>6}"
+        + f" {'bound':>6} {'trials':>6}"
     )
-    shares = []
+    shares, bounds = [], []
+    level = Params().alpha / 2
     for k, counts in caught.items():
         *by, n = counts
         if not n:
@@ -209,14 +231,19 @@ def main(argv=None) -> int:
         noise = float(np.std(np.diff(logs), ddof=1) / np.sqrt(2))
         min_effect = gates.for_case(k.case_id, runs[0][k].name, k.place, "time").min_effect
         shares.append(by[min(1, args.after - 1)] / n)
+        bounds.append(bound(args.slowdown, noise, min_effect, min(2, args.after), level))
         print(
             f"{k.case_id:<50} {k.place:<5} {k.mode:<9} {noise:6.1%} {min_effect:7.0%}"
             + "".join(f" {b / n:6.0%}" for b in by)
-            + f" {n:6d}"
+            + f" {bounds[-1]:6.0%} {n:6d}"
         )
     print(
         f"cases caught by run {min(2, args.after)} after the change in >= 90% of their trials: {sum(s >= 0.9 for s in shares)} of {len(shares)}; "
         f"median share {statistics.median(shares):.0%}"
+    )
+    print(
+        f"cases whose bound (the best test of {min(2, args.after)} changed run(s) at one-sided {level:g}, noise and "
+        f"minimum effect as above) reaches 90%: {sum(b >= 0.9 for b in bounds)} of {len(bounds)}"
     )
     judged = args.after * args.trials
     print(
