@@ -15,15 +15,16 @@ slowed case goes round the recorded time series, one per trial.
 It prints, per case: the share of its trials whose gate failed on it by the 1st, 2nd, ... changed
 run (`--after`, default 2; target: >= 90% by the second for a 5% slowdown), its between-run noise in the
 recording, its minimum effect, and the *bound*: the share of trials in which the best possible test
-of the first `--after` changed runs would fail it (`bound`); and over all trials how often any
-other case failed (false alarms). With `--slowdown 0` every failure is a false one. A benchmark on
+of the first two changed runs (one with `--after 1`) would fail it; and over all trials how often
+any other case failed (false alarms). With `--slowdown 0` every failure is a false one. A benchmark on
 recorded data, not a test.
 
-The bound is the power of a one-sided z test of the mean of the K changed runs against the old
+The bound is the power of a one-sided z test of the mean of those changed runs against the old
 level, at the detector's false-alarm level per run and direction (`Params.alpha / 2`), that knows
 the level and the noise exactly (normal, independent runs) and also needs the mean beyond the
-minimum effect. No detector that sees only those runs does better; where the bound is under 90%
-the series' noise or its minimum effect, not the detector, keeps the target out of reach.
+minimum effect. Under that noise no test of those runs at that level does better (Neyman-Pearson);
+where the bound is under 90%, the series' noise or its minimum effect, not the detector, keeps the
+target out of reach.
 """
 
 from __future__ import annotations
