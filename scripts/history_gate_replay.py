@@ -14,9 +14,9 @@ slowed case goes round the recorded time series, one per trial.
 
 It prints, per case: the share of its trials whose gate failed on it by the 1st, 2nd, ... changed
 run (`--after`, default 2; target: >= 90% by the second for a 5% slowdown), its between-run noise in the
-recording, its minimum effect, and the *bound*: the share of trials in which the best possible test
-of the first two changed runs (one with `--after 1`) would fail it; and over all trials how often
-any other case failed (false alarms). With `--slowdown 0` every failure is a false one. A benchmark on
+recording, its minimum effect, and the *bound*: the probability that the best possible test of the
+first two changed runs (one with `--after 1`) fails it; and over all trials how often any other
+case failed (false alarms). With `--slowdown 0` every failure is a false one. A benchmark on
 recorded data, not a test.
 
 The bound is the power of a one-sided z test of the mean of those changed runs against the old
