@@ -102,12 +102,14 @@ class Worker:
     def _ready(self, line: str) -> dict[str, Any]:
         """The ready record, with `cpu_s`: the worker's CPU seconds (user + system) so far, read
         here rather than sent, so that the worker writes nothing that depends on a timing (its
-        heap at that point is where every forked child starts from). None where not readable."""
+        heap at that point is where every forked child starts from). Read from the pid the worker
+        reports, which behind a command prefix need not be the one this class started. None where
+        not readable."""
         import psutil
 
         ready = json.loads(line)
         try:
-            times = psutil.Process(self.proc.pid).cpu_times()
+            times = psutil.Process(ready["pid"]).cpu_times()
             ready["cpu_s"] = times.user + times.system
         except psutil.Error:
             ready["cpu_s"] = None
