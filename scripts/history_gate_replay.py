@@ -221,6 +221,7 @@ def main(argv=None) -> int:
     )
     shares, bounds = [], []
     level = Params().alpha / 2
+    by_run = min(2, args.after)  # the changed run the target counts by
     for k, counts in caught.items():
         *by, n = counts
         if not n:
@@ -231,19 +232,19 @@ def main(argv=None) -> int:
         logs = np.log(np.asarray(values, dtype=float))
         noise = float(np.std(np.diff(logs), ddof=1) / np.sqrt(2))
         min_effect = gates.for_case(k.case_id, runs[0][k].name, k.place, "time").min_effect
-        shares.append(by[min(1, args.after - 1)] / n)
-        bounds.append(bound(args.slowdown, noise, min_effect, min(2, args.after), level))
+        shares.append(by[by_run - 1] / n)
+        bounds.append(bound(args.slowdown, noise, min_effect, by_run, level))
         print(
             f"{k.case_id:<50} {k.place:<5} {k.mode:<9} {noise:6.1%} {min_effect:7.0%}"
             + "".join(f" {b / n:6.0%}" for b in by)
             + f" {bounds[-1]:6.0%} {n:6d}"
         )
     print(
-        f"cases caught by run {min(2, args.after)} after the change in >= 90% of their trials: {sum(s >= 0.9 for s in shares)} of {len(shares)}; "
+        f"cases caught by run {by_run} after the change in >= 90% of their trials: {sum(s >= 0.9 for s in shares)} of {len(shares)}; "
         f"median share {statistics.median(shares):.0%}"
     )
     print(
-        f"cases whose bound (the best test of {min(2, args.after)} changed run(s) at one-sided {level:g}, noise and "
+        f"cases whose bound (the best test of {by_run} changed run(s) at one-sided {level:g}, noise and "
         f"minimum effect as above) reaches 90%: {sum(b >= 0.9 for b in bounds)} of {len(bounds)}"
     )
     judged = args.after * args.trials
