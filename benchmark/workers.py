@@ -137,11 +137,8 @@ class Worker:
         """Send one case; its record, or an error record if the worker died or timed out."""
         if not self.alive():
             return self._fail("not running")
-        if self.ready is None:
-            line = self._read_line(time.monotonic() + READY_TIMEOUT_S)
-            if line is None:
-                return self._fail("did not start (no ready line)")
-            self.ready = self._ready(line)
+        if not self.wait_ready():
+            return self._fail("did not start (no ready line)")
         message = {"task": task, "case": case.to_json(), "params": params or {}}
         stdin = self.proc.stdin
         assert stdin is not None  # opened with stdin=PIPE
