@@ -273,8 +273,11 @@ def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_dire
     layout. The import system lists each directory on sys.path and keeps the listing, which
     shifts that heap: two workers started at once, one in an empty directory and one in a
     directory of 40 files (same path length), each counting the case in a child of its own,
-    count it alike (0.34% apart when the working directory was on the workers' sys.path, and up
-    to 0.37% apart when the worker's ready line, written before it forks, carried a CPU time)."""
+    count it alike within issue 12's 0.1% target for op cases (0.34% apart when the working
+    directory was on the workers' sys.path, and up to 0.37% apart when the worker's ready line,
+    written before it forks, carried a CPU time). Not to 0.01%: a worker can land in one of two
+    states 0.02-0.09% apart, whatever its directory, more often on a loaded machine (README,
+    "Instruction counts"; it failed CI once at 0.038%)."""
     from benchmark.config import load_paths
 
     tooling = tooling_or_skip()
@@ -294,7 +297,7 @@ def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_dire
             p.close()
     assert a.status == "ok" and b.status == "ok", (a.message, b.message)
     assert a.stats.median > 1000
-    assert abs(a.stats.median / b.stats.median - 1) <= 0.0001, (a.stats.median, b.stats.median)
+    assert abs(a.stats.median / b.stats.median - 1) <= 0.001, (a.stats.median, b.stats.median)
 
 
 def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_runs):
