@@ -1,4 +1,4 @@
-"""History commands: `benchmark runs`, `history`, `export`, `import` and `db upgrade|current|init`.
+"""History commands: `benchmark runs`, `history`, `export`, `import` and `db upgrade|current|init|backup`.
 
 Every command takes `--db URL|PATH` (default: $BENCHMARK_DB_URL, else results/history.sqlite of the
 project). Errors are one line on stderr and exit status 2; a URL's password is never printed.
@@ -246,6 +246,18 @@ def _register_db(subparsers) -> None:
         )
         add_db(action)
         action.set_defaults(func=func)
+    backup = actions.add_parser(
+        "backup",
+        help="copy a SQLite history into one consistent file",
+        description="Copy the SQLite history into the single file OUT with SQLite's online backup: "
+        "a consistent snapshot of every committed run, safe while another process is writing, "
+        "with no -wal or -shm file beside it (upload or attach OUT itself). OUT is written under a "
+        "temporary name and renamed when complete. For a PostgreSQL history use pg_dump.",
+    )
+    backup.add_argument("out", metavar="OUT", help="the backup file to write (e.g. history-backup.sqlite)")
+    backup.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    add_db(backup)
+    backup.set_defaults(func=cmd_db_backup)
 
 
 @command("db init")
@@ -254,6 +266,16 @@ def cmd_db_init(args: argparse.Namespace) -> int:
         from benchmark.store import head_revision
 
         print(f"{store.display_url}: history at schema revision {head_revision()}")
+    return 0
+
+
+@command("db backup")
+def cmd_db_backup(args: argparse.Namespace) -> int:
+    from benchmark.paths import db_url
+    from benchmark.store.backup import backup_sqlite
+
+    done = backup_sqlite(db_url(args.db), args.out, force=args.force)
+    print(f"{done.source}: {done.runs} runs, {done.results} results copied to {done.out} ({done.size} bytes)")
     return 0
 
 

@@ -16,6 +16,9 @@ A run's status is the truth, checked where it is read:
   (`heartbeat_at` older than LEASE_FACTOR x `heartbeat_s`; the writer refreshes it from a thread,
   see `start_heartbeat`) reads as `interrupted`, without any later process having to touch it.
 - Baselines come only from runs recorded `complete`, unless asked otherwise.
+
+On SQLite the write-ahead log is checkpointed (TRUNCATE) when a run finishes and when a writer
+closes, so the main file alone holds every finished run (a copy of it, or an uploaded artifact).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from benchmark.environment import fingerprint, volatile_environment
-from benchmark.store.engine import StoreError, error_reason, writer
+from benchmark.store.engine import StoreError, checkpoint, error_reason, writer
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -117,9 +120,17 @@ class Store(StoreReads):
     # ---------------------------------------------------------------------------------------- basics
 
     def close(self) -> None:
+        """Stop the heartbeats, fold a SQLite history's WAL into its main file (a writer only), and
+        close every connection."""
         for run_id in list(self._beaters):
             self.stop_heartbeat(run_id)
+        if not self.readonly:
+            checkpoint(self.engine)
         self.engine.dispose()
+
+    def checkpoint(self) -> tuple[int, int, int] | None:
+        """Fold a SQLite history's WAL into the main file now (see `engine.checkpoint`)."""
+        return None if self.readonly else checkpoint(self.engine)
 
     def __enter__(self) -> Store:
         return self
@@ -309,7 +320,10 @@ class Store(StoreReads):
             conn.execute(stmt)
             return recorded
 
-        return self._transact(work)
+        recorded = self._transact(work)
+        # The run is over: its rows go into the main file, so a copy of that file alone holds them.
+        checkpoint(self.engine)
+        return recorded
 
     def add_note(self, run_id: int, note: str) -> None:
         """Append a line to the run's note (e.g. a side output that could not be written)."""

@@ -26,6 +26,8 @@ SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_BUSY_TIMEOUT_S = 60.0
 PG_CONNECT_TIMEOUT_S = 10
+# How long a WAL checkpoint at the end of a run waits for other connections (see `checkpoint`).
+CHECKPOINT_BUSY_MS = 2000
 # Execution option that makes a SQLite transaction take the write lock at BEGIN (see `make_engine`).
 IMMEDIATE = "benchmark_sqlite_immediate"
 
@@ -221,6 +223,31 @@ def make_engine(url: URL, *, readonly: bool = False) -> Engine:
         raise StoreError(f"{where}: the database driver is not available ({scrub(str(exc), url)})") from None
     except ArgumentError as exc:
         raise StoreError(f"invalid database URL {where}: {scrub(str(exc), url)}") from None
+
+
+def checkpoint(engine: Engine) -> tuple[int, int, int] | None:
+    """Fold a SQLite history's write-ahead log into the main file and truncate the log
+    (`PRAGMA wal_checkpoint(TRUNCATE)`), so that the file alone holds every committed row; None on
+    other databases. Best effort: it waits at most CHECKPOINT_BUSY_MS for other connections, and
+    where one is still reading or writing, SQLite copies what it can (busy = 1) and a later
+    checkpoint finishes. Returns SQLite's (busy, log frames, frames checkpointed)."""
+    if engine.dialect.name != "sqlite" or sqlite_path(engine.url) is None:
+        return None
+    try:
+        raw = engine.raw_connection()
+    except sa.exc.DBAPIError:
+        return None
+    try:
+        cursor = raw.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {CHECKPOINT_BUSY_MS}")
+        busy, log, done = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        cursor.close()
+        return int(busy), int(log), int(done)
+    except sqlite3.Error:
+        return None
+    finally:
+        raw.close()
 
 
 def writer(engine: Engine) -> Engine:
