@@ -144,6 +144,11 @@ class RunRecord:
     results_by_status: Mapping[str, int]  # stored results per status
     missing: int | None  # expected but not stored (None: not known)
     recorded_status: str  # the status in the run row
+    # Where the run came from: the file it was imported from and its sha256 (None: measured by the
+    # harness), and whether it may be the baseline of later runs (an import only with --as-baseline).
+    import_source: str | None = None
+    import_sha256: str | None = None
+    baseline: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The run as a plain dict in field order (the exports' `run`)."""

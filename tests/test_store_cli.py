@@ -173,7 +173,10 @@ def test_export_json_and_import_round_trip(history, tmp_path, sqlite_url, capsys
         original = [r for r in source.results(run_ids[-1]) if r.status == "ok"]
         (run,) = copy.runs()
         imported = copy.results(run.id)
-        assert run.machine == "machine-a"
+        # An import is kept apart from the live series of the machine it names, and is no baseline.
+        assert run.machine == "machine-a+imported"
+        assert run.import_source == "pytest-benchmark.json" and len(run.import_sha256) == 64
+        assert run.baseline is False
         assert run.git_commit == "2" * 40
         assert run.status == "complete"
     strip = ("result_id", "run_id", "started_at", "finished_at")
@@ -182,6 +185,15 @@ def test_export_json_and_import_round_trip(history, tmp_path, sqlite_url, capsys
     ]
     assert run_cli("import", str(pb), "--db", target) == 0
     assert "already imported" in capsys.readouterr().out
+    # With --keep-machine the file's own machine comes back too (still not a baseline).
+    kept = f"{sqlite_url[: -len('.sqlite')]}-kept.sqlite"
+    assert run_cli("import", str(pb), "--keep-machine", "--db", kept) == 0
+    with open_store(kept) as copy:
+        (run,) = copy.runs()
+        assert run.machine == "machine-a" and run.baseline is False
+        assert [{k: v for k, v in r.to_dict().items() if k not in strip} for r in copy.results(run.id)] == [
+            {k: v for k, v in r.to_dict().items() if k not in strip} for r in original
+        ]
 
 
 TINY_BENCHMARKS = textwrap.dedent(

@@ -72,7 +72,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             format_duration(r.started_at, r.finished_at),
             format_commit(r.git_commit, r.git_dirty),
             r.git_branch,
-            r.machine[:12],
+            _short_machine(r.machine),
             ",".join(r.places) or "-",
             f"{r.results_by_status.get('ok', 0)}/{r.results}",
             r.status,
@@ -94,6 +94,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     )
     print_table(headers, rows, right=(0, 2, 7))
     return 0
+
+
+def _short_machine(fingerprint: str) -> str:
+    """The first 12 characters of a fingerprint, and the mark of an imported machine if it has one."""
+    from benchmark.store.pytest_import import IMPORTED_SUFFIX
+
+    if fingerprint.endswith(IMPORTED_SUFFIX):
+        return fingerprint[: -len(IMPORTED_SUFFIX)][:12] + IMPORTED_SUFFIX
+    return fingerprint[:12]
 
 
 # ------------------------------------------------------------------------------------------- history
@@ -198,9 +207,24 @@ def _register_import(subparsers) -> None:
         "export --pytest-benchmark`), one complete run per file, each file all or nothing. Every value "
         "is checked first (finite positive timings, stats consistent with the raw samples, a date not "
         "in the future): a bad file is reported with one line per problem and nothing of it is "
-        "written (exit 2). A file imported before is skipped.",
+        "written (exit 2). A file imported before is skipped. An imported run is marked with its file "
+        "name and sha256 and is never the baseline of a later run unless --as-baseline; its machine "
+        "fingerprint gets '+imported', so its results stay apart from the live series of the machine "
+        "it names, unless --keep-machine.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE.json", help="pytest-benchmark JSON files")
+    parser.add_argument(
+        "--as-baseline",
+        action="store_true",
+        help="let the imported runs be baselines of later runs on the machine they name (implies "
+        "--keep-machine); only for files you trust",
+    )
+    parser.add_argument(
+        "--keep-machine",
+        action="store_true",
+        help="store the runs under the machine fingerprint the file names (their results join that "
+        "machine's series in history and reports, still never a baseline without --as-baseline)",
+    )
     add_db(parser)
     parser.set_defaults(func=cmd_import)
 
@@ -213,7 +237,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     with open_writable(args.db) as store:
         for path in args.files:
             try:
-                outcome = import_pytest_benchmark(store, path)
+                outcome = import_pytest_benchmark(
+                    store, path, as_baseline=args.as_baseline, keep_machine=args.keep_machine
+                )
             except ImportProblems as exc:
                 for line in exc.lines():  # nothing of the file was written
                     print(f"benchmark import: error: {line}", file=sys.stderr)
@@ -222,7 +248,12 @@ def cmd_import(args: argparse.Namespace) -> int:
             if outcome.duplicate:
                 print(f"{path}: already imported as run {outcome.run_id}")
             else:
-                print(f"{path}: run {outcome.run_id}, {outcome.results} results")
+                role = (
+                    "a baseline of later runs"
+                    if args.as_baseline
+                    else "not a baseline (--as-baseline to make it one)"
+                )
+                print(f"{path}: run {outcome.run_id}, {outcome.results} results, imported: {role}")
     return status
 
 

@@ -179,6 +179,12 @@ class Run(Base):
     heartbeat_s: Mapped[float | None] = mapped_column(sa.Double())
     # Why the run ended the way it did (e.g. "3 of 8 results not stored: disk full").
     note: Mapped[str | None] = mapped_column(sa.Text())
+    # Added in revision 0007. The file an imported run was read from and its sha256 (None: measured
+    # by the harness), and whether its results may be the baseline of later runs (an import is not,
+    # unless imported with --as-baseline).
+    import_source: Mapped[str | None] = mapped_column(sa.String(255))
+    import_sha256: Mapped[str | None] = mapped_column(sa.String(64))
+    baseline: Mapped[bool] = mapped_column(sa.Boolean(), server_default=sa.true())
 
 
 class Case(Base):

@@ -5,6 +5,13 @@ group/params/options), keeps its raw `stats.data` when present, and its machine_
 become a machine and a run; files we exported carry our own descriptions, which are restored. Every
 value is checked first (`benchmark.store.import_checks`). A file already imported (same sha256) is
 skipped.
+
+An import cannot impersonate a measurement (issue 26): its run names the file and its sha256
+(`run.import_source`, `run.import_sha256`, trigger `import`, tag `imported`); it is never the
+baseline of a later run (`run.baseline` false) unless imported with `as_baseline`; and its machine
+fingerprint gets IMPORTED_SUFFIX, so its results form series of their own beside the live ones of
+the machine the file names, unless imported with `keep_machine` (or `as_baseline`, which needs the
+live series).
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ from benchmark.store.import_checks import MAX_PROBLEMS_SHOWN, benchmark_problems
 from benchmark.store.models import RUN, json_serializer
 
 IMPORT_TRIGGER = "import"
+# Appended to an imported run's machine fingerprint (the column holds 64 characters).
+IMPORTED_SUFFIX = "+imported"
+FINGERPRINT_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,12 @@ class ImportProblems(ValueError):
 
 
 def import_pytest_benchmark(
-    store: Store, path: str | os.PathLike[str], *, now: dt.datetime | None = None
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    now: dt.datetime | None = None,
+    as_baseline: bool = False,
+    keep_machine: bool = False,
 ) -> ImportOutcome:
     """Read one pytest-benchmark JSON file into the history as one complete run, atomically.
 
@@ -71,6 +86,10 @@ def import_pytest_benchmark(
     samples, a date not in the future) and every problem collected, so a bad file raises
     `ImportProblems` with all of them and nothing is written; then the run and all its results are
     written in one transaction, so a failure leaves nothing behind and importing again imports.
+
+    The run is marked imported (file name and digest) and is no baseline of later runs unless
+    `as_baseline`; its machine is kept apart (fingerprint + IMPORTED_SUFFIX) unless `keep_machine`
+    or `as_baseline` (a baseline must be in the live series of the machine it names).
     """
     path = Path(path)
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -80,8 +99,10 @@ def import_pytest_benchmark(
     if previous is not None:
         return ImportOutcome(str(path), previous, 0, duplicate=True)
     machine = machine_from_pytest(header)
+    if not (keep_machine or as_baseline):
+        machine["fingerprint"] = kept_apart(machine["fingerprint"])
     run = run_from_pytest(header, digest, path.name)
-    run.update(status="complete", finished_at=run["started_at"], expected_results=count)
+    run.update(status="complete", finished_at=run["started_at"], expected_results=count, baseline=as_baseline)
 
     def results():
         for _, bench in _benchmarks(path):
@@ -89,6 +110,13 @@ def import_pytest_benchmark(
 
     run_id = store.import_run(machine, run, results, batch=IMPORT_BATCH)
     return ImportOutcome(str(path), run_id, count)
+
+
+def kept_apart(fp: str) -> str:
+    """The fingerprint an imported machine is stored under: `fp` + IMPORTED_SUFFIX (once)."""
+    if fp.endswith(IMPORTED_SUFFIX):
+        return fp
+    return fp[: FINGERPRINT_CHARS - len(IMPORTED_SUFFIX)] + IMPORTED_SUFFIX
 
 
 def _sha256(path: Path) -> str:
@@ -240,14 +268,14 @@ def _benchmarks(path: Path, header: dict[str, Any] | None = None):
 def _imported_run(store: Store, digest: str) -> int | None:
     """The complete run an identical file was imported as (a failed import of an older harness
     left an empty run behind: that is no reason to skip the file)."""
-    query = sa.select(RUN.c.id, RUN.c.extra).where(
-        RUN.c.trigger == IMPORT_TRIGGER, RUN.c.status == "complete"
+    query = (
+        sa.select(RUN.c.id)
+        .where(RUN.c.import_sha256 == digest, RUN.c.status == "complete")
+        .order_by(RUN.c.id)
+        .limit(1)
     )
     with store._read() as conn:
-        for run_id, extra in conn.execute(query):
-            if (extra or {}).get("import_sha256") == digest:
-                return run_id
-    return None
+        return conn.execute(query).scalar()
 
 
 def machine_from_pytest(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -278,8 +306,8 @@ def run_from_pytest(doc: Mapping[str, Any], digest: str, filename: str) -> dict[
     commit = doc.get("commit_info") or {}
     started = doc.get("datetime") or ours.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat()
     extra = {
+        "import_source": filename[:255],
         "import_sha256": digest,
-        "import_file": filename,
         "pytest_benchmark_version": doc.get("version"),
         "original_run": ours or None,
     }

@@ -177,7 +177,8 @@ def targets_query(run_id: int):
 
 def _prior_results(run_id: int, run_time: float, last: int, statuses: Iterable[str] | None):
     """(series of the run, their latest `last` ok results before `run_time` as a correlated select),
-    from runs recorded with one of `statuses` (None: any)."""
+    from runs recorded with one of `statuses` (None: any) that may be a baseline (`run.baseline`:
+    not an import, unless imported --as-baseline)."""
     targets = sa.select(RESULT.c.series_id).where(RESULT.c.run_id == run_id).distinct().subquery("t")
     prior = RESULT.alias("prior")
     conditions = [
@@ -185,9 +186,12 @@ def _prior_results(run_id: int, run_time: float, last: int, statuses: Iterable[s
         prior.c.status == "ok",
         prior.c.run_time < run_time,  # excludes the run itself; no column outside the index
     ]
+    # Only runs that may be a baseline: measured ones, and imports the user imported --as-baseline.
+    eligible = [RUN.c.baseline.is_(True)]
     if statuses is not None:
-        # Uncorrelated: evaluated once, then a lookup per index entry.
-        conditions.append(prior.c.run_id.in_(sa.select(RUN.c.id).where(RUN.c.status.in_(list(statuses)))))
+        eligible.append(RUN.c.status.in_(list(statuses)))
+    # Uncorrelated: evaluated once, then a lookup per index entry.
+    conditions.append(prior.c.run_id.in_(sa.select(RUN.c.id).where(*eligible)))
     latest = (
         sa.select(prior.c.id, prior.c.run_id, prior.c.run_time, prior.c.unit, prior.c.median, prior.c.samples)
         .where(*conditions)

@@ -48,6 +48,7 @@ RUN_FIELDS = (
     "id", "machine_id", "started_at", "finished_at", "heartbeat_at", "git_commit", "git_branch",
     "git_dirty", "paddle_version", "paddle_commit", "cuda_version", "cudnn_version", "trigger",
     "hostname", "pid", "expected_results", "run_group", "heartbeat_s", "note", "machine",
+    "import_source", "import_sha256", "baseline",
 )  # fmt: skip
 # The columns of `history_query` a `HistoryPoint` takes as they are.
 HISTORY_FIELDS = (
@@ -264,7 +265,8 @@ class StoreReads:
 
         Only results of the same case id, config hash, place and mode on the same machine fingerprint,
         from runs that started before this one and are recorded with one of `statuses` (default:
-        complete runs only; None: any run). Keys are `SeriesKey.of(result)`; each `Series` carries its
+        complete runs only; None: any run), and that may be a baseline: a run imported from a file
+        is not, unless it was imported with --as-baseline. Keys are `SeriesKey.of(result)`; each `Series` carries its
         key and series id, and a series without history maps to an empty one. Four queries in all
         (the run's series, their baselines, the commits of those runs, the process values of those
         results), whatever the number of series.

@@ -69,7 +69,7 @@ def run_row(run: Mapping[str, Any]) -> dict[str, Any]:
     known = {
         "started_at", "finished_at", "status", "git_commit", "git_branch", "git_dirty",
         "framework", "env", "trigger", "tags", "hostname", "pid", "expected_results", "run_group",
-        "heartbeat_s", "note",
+        "heartbeat_s", "note", "import_source", "import_sha256", "baseline",
     }  # fmt: skip
     status = run.get("status") or "running"
     if status not in RUN_STATUSES:
@@ -97,6 +97,9 @@ def run_row(run: Mapping[str, Any]) -> dict[str, Any]:
         "run_group": run.get("run_group") or None,
         "heartbeat_s": _float(run.get("heartbeat_s")),
         "note": run.get("note"),
+        "import_source": run.get("import_source"),
+        "import_sha256": run.get("import_sha256"),
+        "baseline": bool(run.get("baseline", True)),
     }
 
 
