@@ -79,7 +79,8 @@ def diff(base: str, head: str, cwd: Path | str | None = None) -> list[Change]:
     try:
         out = git(["diff", "--raw", "-z", "--no-renames", "--no-abbrev", f"{base}...{head}"], cwd)
     except ChangeError as exc:
-        raise ChangeError(f"git diff {base}...{head} failed: {str(exc).split(': ', 1)[1]}") from None
+        revs = " ".join(f"{base}...{head}".split())  # one line, whatever the arguments hold
+        raise ChangeError(f"git diff {revs} failed: {str(exc).split(': ', 1)[1]}") from None
     return parse_raw(out)
 
 

@@ -169,3 +169,8 @@ def test_named_paths_are_checked_in_the_working_tree(repo):
             assert proc.stdout.strip() == "data"  # a blank argument names nothing
         else:
             assert proc.stdout.strip() == "code" and reason in proc.stderr
+
+
+def test_a_revision_with_a_newline_still_gives_one_line(repo, tmp_path):
+    proc = bench(repo, "pr-configs", "--base", "main", "--head", "no\npe", "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1

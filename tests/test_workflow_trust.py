@@ -151,6 +151,8 @@ def test_the_pr_gpu_jobs_and_the_nightly_never_share_a_runner():
             # nightly's labels lacks `ephemeral`, an ephemeral one lacks `nightly`
             assert not labels(job) <= labels(nightly_job) and not labels(nightly_job) <= labels(job)
     assert triggers(pr) == {"pull_request_target"} and pr["permissions"] == {}
+    # a later push or another label does not cancel the run that the run-gpu label approved
+    assert "github.event.label.name" in pr["concurrency"]["group"]
 
 
 def test_only_the_labelled_commit_of_a_code_change_runs_and_only_on_the_label():
@@ -189,7 +191,7 @@ def test_the_nightly_restores_only_its_own_scheduled_runs_on_the_default_branch(
     script = find["with"]["script"]
     assert "listArtifactsForRepo" not in script
     assert "workflow_id: 'nightly-gpu.yml'" in script and "event: 'schedule'" in script
-    assert "branch = context.payload.repository.default_branch" in script
+    assert "branch = (await github.rest.repos.get({ owner, repo })).data.default_branch" in script
     assert "r.event === 'schedule' && r.head_branch === branch" in script
     assert "r.head_repository.full_name === `${owner}/${repo}`" in script
     download = next(s for s in suite["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
