@@ -1,32 +1,39 @@
-"""`benchmark pr-scope`: is a change data only (case configs) or code (needs a maintainer's label)?"""
+"""`benchmark pr-scope`: is a change data only (case configs) or code (needs a maintainer's label)?
+`benchmark pr-configs`: write a data-only change's case configs out of git blobs, for the trusted job."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from pathlib import Path
 
 from benchmark.commands._common import fail
+from benchmark.pr_changes import MAX_FILE_BYTES, MAX_FILES, ChangeError, diff, extract, path_reasons, scope
 
 
 def cmd_pr_scope(args) -> int:
-    from benchmark.review import code_paths
+    try:
+        refused = path_reasons(args.paths) if args.paths else scope(diff(args.base, args.head))
+    except ChangeError as exc:
+        return fail("pr-scope", str(exc))
+    print("code" if refused else "data")
+    for path, reason in refused:
+        print(f"not case data: {path!r}: {reason}", file=sys.stderr)
+    return 0
 
-    if args.paths:
-        paths = args.paths
-    else:
-        proc = subprocess.run(
-            ["git", "diff", "--no-renames", "--name-only", f"{args.base}...{args.head}"],
-            capture_output=True,
-            text=True,
+
+def cmd_pr_configs(args) -> int:
+    try:
+        written = extract(
+            diff(args.base, args.head),
+            Path(args.out),
+            max_file_bytes=args.max_bytes,
+            max_files=args.max_files,
         )
-        if proc.returncode != 0:
-            reason = " ".join(proc.stderr.split()) or f"exit status {proc.returncode}"
-            return fail("pr-scope", f"git diff {args.base}...{args.head} failed: {reason}")
-        paths = proc.stdout.splitlines()
-    code = code_paths(paths)
-    print("code" if code else "data")
-    for path in code:
-        print(f"not case data: {path}", file=sys.stderr)
+    except ChangeError as exc:
+        return fail("pr-configs", str(exc))
+    for path in written:
+        print(f"{path!r}")
+    print(f"{len(written)} case file(s) written under {args.out}", file=sys.stderr)
     return 0
 
 
@@ -34,14 +41,42 @@ def register(sub) -> None:
     p = sub.add_parser(
         "pr-scope",
         help="say whether a change is data only (case configs) or changes code",
-        description="Print 'data' when every changed path is a YAML case file under configs/ (the operator "
-        "allowlist excluded), else 'code' (the code paths go to stderr). The pull-request workflow runs "
-        "a code change on the self-hosted GPU runner only after a maintainer's label. Exit 0, or 2 when "
-        "git fails.",
+        description="Print 'data' when every changed path is a regular YAML case file under configs/ "
+        "(not the operator allowlist, not gates.yaml, not a symlink), else 'code' (the other paths go to "
+        "stderr with the reason). The trusted GPU workflow runs a code change on the GPU runner only after "
+        "a maintainer's label. Exit 0, or 2 when git fails.",
     )
     p.add_argument(
-        "paths", nargs="*", metavar="PATH", help="changed paths (default: ask git for BASE...HEAD)"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="changed paths, checked in the working tree (default: ask git for BASE...HEAD)",
     )
     p.add_argument("--base", default="origin/main", help="the base of the comparison (default origin/main)")
     p.add_argument("--head", default="HEAD", help="the head of the comparison (default HEAD)")
     p.set_defaults(func=cmd_pr_scope)
+
+    q = sub.add_parser(
+        "pr-configs",
+        help="write a data-only change's case configs from git blobs (for the trusted GPU job)",
+        description="Read the changes of HEAD since its merge base with BASE from git objects (nothing "
+        "is checked out) and write each added or changed case config to OUT/<its path>, from its blob. "
+        "Refuses, with one line and exit 2, a change that is not data only (see pr-scope), a file over "
+        "--max-bytes, more than --max-files files, or an OUT that is not empty.",
+    )
+    q.add_argument("--base", required=True, help="the base commit of the pull request")
+    q.add_argument("--head", required=True, help="the head commit of the pull request (fetched as objects)")
+    q.add_argument("--out", required=True, help="an empty or new directory to write configs/... into")
+    q.add_argument(
+        "--max-bytes",
+        type=int,
+        default=MAX_FILE_BYTES,
+        help=f"the largest case file taken, in bytes (default {MAX_FILE_BYTES})",
+    )
+    q.add_argument(
+        "--max-files",
+        type=int,
+        default=MAX_FILES,
+        help=f"the most case files taken (default {MAX_FILES})",
+    )
+    q.set_defaults(func=cmd_pr_configs)
