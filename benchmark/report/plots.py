@@ -59,6 +59,12 @@ def rate_scale(values: Iterable[float], unit: str = "samples/s") -> tuple[float,
     return 1.0 / scale, f"{prefix} {unit}".strip() if prefix else unit
 
 
+def plain_text() -> contextlib.AbstractContextManager:
+    """Figures made inside show every label as plain text: `text.parse_math` off, so a case id
+    with ``$...$`` is not mathtext (which could fail the plot, or render something else)."""
+    return matplotlib.rc_context({"text.parse_math": False})
+
+
 def new_figure(size: tuple[float, float], **kw) -> Figure:
     """A figure of `size` inches on its own Agg canvas (no pyplot)."""
     fig = Figure(figsize=size, dpi=DPI, **kw)
