@@ -28,14 +28,21 @@ _WORKFLOW_COMMAND = re.compile(r"^(\s*):(?=:)")
 _LOGGING_COMMAND = re.compile(r"#(?=#(?:vso)?\[)", re.IGNORECASE)
 
 
+# The same without tab, line feed and carriage return: the blanks of HTML, shown as blanks there.
+_CONTROL_BUT_BLANKS = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
 def _escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode("ascii")
 
 
-def safe_text(value: Any) -> str:
-    """`value` as text with every control character escaped (``\\n``, ``\\x1b``, ``\\u202e``)."""
+def safe_text(value: Any, *, keep_blanks: bool = False) -> str:
+    """`value` as text with every control character escaped (``\\n``, ``\\x1b``, ``\\u202e``);
+    with `keep_blanks`, tab, line feed and carriage return are kept (HTML, where they are blanks)."""
     text = "" if value is None else str(value)
-    return _CONTROL.sub(_escape, text)
+    return (_CONTROL_BUT_BLANKS if keep_blanks else _CONTROL).sub(_escape, text)
 
 
 def safe_line(value: Any) -> str:

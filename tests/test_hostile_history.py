@@ -183,6 +183,12 @@ def test_imported_control_characters_and_workflow_commands_stay_escaped_on_their
         assert_no_ci_command(out + err)
         outputs[argv[0]] = out
     assert "main\\x1b]0;title\\x07\\n::warning::branch"[:30] in outputs["runs"]
+    # the Markdown and HTML reports escape them too
+    code, out, err = main(capsys, "report", "--format", "html", "--all-plots", "--out", str(tmp_path / "html"),
+                          "--jobs", "1", "--db", str(history))  # fmt: skip
+    assert code == 0, err
+    page = (tmp_path / "html" / "index.html").read_text()
+    assert "\x1b" not in page and "evil\n::error title=x::pwned\\x1b[2J" in page
     # the case id is one cell of its row, the CI commands in it neutralised where they would count
     (row,) = [line for line in outputs["history"].splitlines() if line.lstrip().startswith("2 ")]
     assert "evil\\n::error title=x::pwned\\x1b[2J\\r\\x23#vso[" in row
