@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmark import paths
+from benchmark.text import safe_line, safe_text
 
 if TYPE_CHECKING:
     from benchmark.store import Store
@@ -99,7 +100,7 @@ def one_line(exc: BaseException) -> str:
 
 def fail(name: str, message: str) -> int:
     """Print `benchmark NAME: error: MESSAGE` on stderr; returns exit status 2."""
-    print(f"benchmark {name}: error: {message}", file=sys.stderr)
+    print(safe_line(f"benchmark {name}: error: {message}"), file=sys.stderr)
     return 2
 
 
@@ -218,18 +219,20 @@ def format_commit(commit: str | None, dirty: bool | None = None) -> str:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = ()) -> None:
-    """A table on stdout: rich on a terminal, plain aligned text otherwise (pipes, files, tests)."""
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    """A table on stdout: rich on a terminal, plain aligned text otherwise (pipes, files, tests).
+    Cells are printed with control characters escaped (:func:`benchmark.text.safe_text`)."""
+    cells = [[("-" if c is None else safe_text(c)) for c in row] for row in rows]
     if sys.stdout.isatty():
         from rich import box
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(box=box.SIMPLE_HEAD)
         for index, header in enumerate(headers):
             table.add_column(header, justify="right" if index in right else "left", overflow="fold")
         for row in cells:
-            table.add_row(*row)
+            table.add_row(*(escape(c) for c in row))  # "[red]" in a case id is text
         Console().print(table)
         return
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
@@ -239,7 +242,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right:
             v.rjust(w) if i in right else v.ljust(w)
             for i, (v, w) in enumerate(zip(values, widths, strict=True))
         ]
-        return "  ".join(parts).rstrip()
+        return safe_line("  ".join(parts).rstrip())
 
     print(line(headers))
     for row in cells:

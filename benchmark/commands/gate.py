@@ -17,6 +17,7 @@ import os
 from benchmark.commands._common import add_db, command, open_history, resolve_run
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
 from benchmark.report.text import event_lines, format_decision, revert_lines
+from benchmark.text import safe_line
 
 
 def register(sub) -> None:
@@ -115,20 +116,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
     improved = [d for d in decisions if d.verdict == "improvement"]
     shown = decisions if args.all else failing + improved
     counts = {v: sum(d.verdict == v for d in decisions) for v in dict.fromkeys(d.verdict for d in decisions)}
-    print(f"{label} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
-    for line in problems:  # only with --allow-incomplete
-        print(f"INCOMPLETE   {line}")
-    for note in notes:
-        print(f"note: {note}")
-    if judgement.notice:
-        print(f"notice: {judgement.notice}")
-    for d in shown:
-        print(format_decision(d))
-    for line in event_lines(decisions):
-        print(f"environment: {line}")
-    for line in revert_lines(decisions):
-        print(f"came back: {line}")
-    print(
+    out = [f"{label} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))]
+    out += [f"INCOMPLETE   {line}" for line in problems]  # only with --allow-incomplete
+    out += [f"note: {note}" for note in notes]
+    out += [f"notice: {judgement.notice}"] if judgement.notice else []
+    out += [format_decision(d) for d in shown]
+    out += [f"environment: {line}" for line in event_lines(decisions)]
+    out += [f"came back: {line}" for line in revert_lines(decisions)]
+    out.append(
         f"gate: {'PASS' if ok else 'FAIL'} ({len(failing)} failing case(s), {len(improved)} improvement(s))"
     )
+    for line in out:  # imported strings stay on their line, escaped; no line is a CI command
+        print(safe_line(line))
     return 0 if ok else 1

@@ -27,6 +27,7 @@ from benchmark.commands._common import (
     positive_int,
     resolve_run,
 )
+from benchmark.text import safe_line, safe_lines
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -49,6 +50,20 @@ def _check_baseline(store, baseline: int | None) -> None:
         raise CommandError(f"there is no baseline run {baseline} in {store.display_url}")
 
 
+def _readable(store):
+    """The history as the reports read it: without the results of a metric this checkout does not
+    define (:class:`benchmark.report.known.KnownMetrics`), so that one such row breaks nothing."""
+    from benchmark.report.known import KnownMetrics
+
+    return KnownMetrics(store)
+
+
+def _say_skipped(name: str, view) -> None:
+    """One line on stderr per series a report left out."""
+    for line in view.lines():
+        print(safe_line(f"benchmark {name}: {line}"), file=sys.stderr)
+
+
 def _guard(name: str, work) -> int:
     """_common's error guard, and the report modules' LookupError (no such run) as a user error too."""
     try:
@@ -68,11 +83,13 @@ def _plot(args) -> int:
     from benchmark.report.build import plot_history
     from benchmark.report.jobs import files_of
 
-    with open_history(args.db) as store:
+    with open_history(args.db) as history:
+        store = _readable(history)
         run_id = None if args.run is None else resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         rendered = plot_history(store, args.out, patterns=args.patterns, place=args.place, last=args.last,
                                 run_id=run_id, baseline=args.baseline, formats=args.format, workers=args.jobs)  # fmt: skip
+    _say_skipped("plot", store)
     print(f"{sum(bool(r.files) for r in rendered)} plot(s), {len(files_of(rendered))} file(s) in {args.out}")
     return 0
 
@@ -119,29 +136,33 @@ def _report_module(args) -> int:
     """A report in a module of its own (`report_module`): its text on stdout, and in DIR/report.txt
     with --out."""
     module = report_module(args.format)
-    with open_history(args.db) as store:
+    with open_history(args.db) as history:
+        store = _readable(history)
         run_id = resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         text = module.report(store, run_id, baseline=args.baseline)
+    _say_skipped("report", store)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "report.txt").write_text(text, encoding="utf-8")
-    sys.stdout.write(text)
+    sys.stdout.write(safe_lines(text))  # no control character, no CI command from the history
     return 0
 
 
 def _report_md(args) -> int:
     from benchmark.report.build import markdown_report
 
-    with open_history(args.db) as store:
+    with open_history(args.db) as history:
+        store = _readable(history)
         run_id = resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         text = markdown_report(store, run_id, baseline=args.baseline, out=args.out, plots_url=args.plots_url,
                                formats=args.plot_format or ("png", "svg"), min_effect=args.min_effect,
                                workers=args.jobs)  # fmt: skip
+    _say_skipped("report", store)
     if args.out:
         (Path(args.out) / "report.md").write_text(text, encoding="utf-8")
-    sys.stdout.write(text)
+    sys.stdout.write(safe_lines(text))  # no control character, no CI command from the history
     return 0
 
 
@@ -150,7 +171,8 @@ def _report_html(args) -> int:
 
     out = Path(args.out) if args.out else paths.results_dir() / "report"
     clock = time.perf_counter()
-    with open_history(args.db) as store:
+    with open_history(args.db) as history:
+        store = _readable(history)
         run_id = resolve_run(store, args.run)
         _check_baseline(store, args.baseline)
         dash = build_dashboard(
@@ -164,6 +186,7 @@ def _report_html(args) -> int:
             min_effect=args.min_effect,
         )
     took = time.perf_counter() - clock
+    _say_skipped("report", store)
     print(f"{dash.index} ({len(dash.entries)} series, {len(dash.plot_files)} plot files, {took:.1f} s)")
     return 0
 

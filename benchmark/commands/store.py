@@ -26,6 +26,7 @@ from benchmark.commands._common import (
     print_table,
     resolve_runs,
 )
+from benchmark.text import safe_line
 from benchmark.units import format_value
 
 if TYPE_CHECKING:
@@ -242,7 +243,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 )
             except ImportProblems as exc:
                 for line in exc.lines():  # nothing of the file was written
-                    print(f"benchmark import: error: {line}", file=sys.stderr)
+                    print(safe_line(f"benchmark import: error: {line}"), file=sys.stderr)
                 status = 2
                 continue
             if outcome.duplicate:

@@ -6,7 +6,9 @@ it imports the config loader and the runners (lazily, where used)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,8 +78,27 @@ def import_files(
     """Convert each legacy file into ``<out>/<stem>.yaml`` and validate what was written; prints one
     line per config (converted: stdout; not converted, with why: stderr) and the table of configs
     per outcome. Returns the exit status: 0 every written file valid, 1 nothing converted, 2 an
-    output does not validate. An unreadable input raises ValueError (files before it are written)."""
+    output does not validate. An unreadable input raises ValueError.
+
+    All or nothing: the files are written and validated in a temporary directory and moved into
+    `out` only when every one of them is valid, so a failure leaves nothing behind."""
     out_dir = Path(out)
+    staging = Path(tempfile.mkdtemp(prefix="benchmark-import-legacy-"))
+    try:
+        return _import_files(files, out_dir, staging, batch_size, unknown_dim, backward)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _import_files(
+    files: Sequence[str | Path],
+    out_dir: Path,
+    staging: Path,
+    batch_size: int,
+    unknown_dim: int,
+    backward: bool,
+) -> int:
+    """`import_files`, writing into `staging` and moving the files to `out_dir` on success."""
     written = converted = skipped = 0
     resolve = _resolver()
     if resolve is None:
@@ -105,15 +126,21 @@ def import_files(
         converted += len(conv.cases)
         skipped += len(conv.skipped)
         if conv.cases:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            target = out_dir / f"{path.stem}.yaml"
-            target.write_text(legacy.to_yaml(conv), encoding="utf-8")
+            staged = staging / f"{path.stem}.yaml"
+            staged.write_text(legacy.to_yaml(conv), encoding="utf-8")
             written += 1
-            for issue in validate(target, len(conv.cases)):
+            for issue in validate(staged, len(conv.cases)):
+                issue = issue.replace(str(staging), str(out_dir))  # name the file as it would be
                 print(f"invalid output: {issue}", file=sys.stderr)
                 issues.append(issue)
     print(legacy.format_reason_table(counts))
-    print(f"{converted} case(s) written to {written} file(s) in {out_dir}; {skipped} config(s) not converted")
     if issues:
+        print(
+            f"{converted} case(s) not written: the output does not validate; {skipped} config(s) not converted"
+        )
         return 2
+    for staged in sorted(staging.iterdir()):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        shutil.move(staged, out_dir / staged.name)
+    print(f"{converted} case(s) written to {written} file(s) in {out_dir}; {skipped} config(s) not converted")
     return 0 if converted else 1

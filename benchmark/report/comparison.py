@@ -148,10 +148,11 @@ def chart(job):
 
 def write_chart(job, path: str | Path) -> list[Path]:
     """Write the chart to `path`: its suffix (.png, .svg) picks the format; no such suffix: both."""
-    from benchmark.report.plots import save
+    from benchmark.report.plots import plain_text, save
 
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
-    if fmt in ("png", "svg", "pdf"):
-        return save(chart(job), path.with_suffix(""), formats=(fmt,))
-    return save(chart(job), path, formats=("png", "svg"))
+    with plain_text():  # labels are text, never mathtext
+        if fmt in ("png", "svg", "pdf"):
+            return save(chart(job), path.with_suffix(""), formats=(fmt,))
+        return save(chart(job), path, formats=("png", "svg"))

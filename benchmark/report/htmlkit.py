@@ -15,6 +15,7 @@ from typing import Any
 from benchmark.model import Series
 from benchmark.report.compare_runs import NOT_IN_RUN, SeriesAnalysis
 from benchmark.report.text import pct
+from benchmark.text import safe_text
 from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale
 
 STATUS_COLORS = {
@@ -31,7 +32,7 @@ STATUS_COLORS = {
 
 def e(value: Any) -> str:
     """HTML-escape anything (quotes too, so it is safe in attributes)."""
-    return escape("" if value is None else str(value), quote=True)
+    return escape(safe_text(value, keep_blanks=True), quote=True)
 
 
 # ---------------------------------------------------------------------------------------------- model

@@ -98,8 +98,15 @@ def build(
 
 
 def render_job(job: PlotJob) -> Rendered:
-    """Build and save one figure; returns what was written (nothing when there was nothing to plot)."""
+    """Build and save one figure; returns what was written (nothing when there was nothing to plot).
+    Every label is plain text: `text.parse_math` is off, so a ``$`` in a case id is a dollar sign."""
     from benchmark.report import plots, trend
+
+    with plots.plain_text():
+        return _render_job(job, plots, trend)
+
+
+def _render_job(job: PlotJob, plots, trend) -> Rendered:
 
     fig: Figure | None
     if job.kind == TREND:

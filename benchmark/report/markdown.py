@@ -22,6 +22,7 @@ from typing import Any
 from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
+from benchmark.text import safe_text
 from benchmark.units import format_value
 
 MAX_TABLE_ROWS = 100
@@ -33,14 +34,14 @@ INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 
 def text(value: Any) -> str:
     """Plain Markdown text: one line, HTML and emphasis characters neutralised, pipes escaped."""
-    s = " ".join(str("" if value is None else value).split())
+    s = safe_text(" ".join(str("" if value is None else value).split()))
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return INLINE_SPECIAL.sub(r"\\\1", s)
 
 
 def code(value: Any) -> str:
     """A code span that survives backticks and pipes inside a GFM table cell."""
-    s = " ".join(str("" if value is None else value).split()).replace("|", "\\|")
+    s = safe_text(" ".join(str("" if value is None else value).split())).replace("|", "\\|")
     if not s:
         return ""
     fence = "`"

@@ -27,6 +27,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from benchmark.model import CaseResult  # noqa: E402
 from benchmark.report.compare_runs import Row  # noqa: E402
+from benchmark.text import safe_text  # noqa: E402
 
 RATE_PREFIXES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 VERDICT_COLORS = {
@@ -57,6 +58,12 @@ def rate_scale(values: Iterable[float], unit: str = "samples/s") -> tuple[float,
         if ref >= s:
             scale, prefix = s, p
     return 1.0 / scale, f"{prefix} {unit}".strip() if prefix else unit
+
+
+def plain_text() -> contextlib.AbstractContextManager:
+    """Figures made inside show every label as plain text: `text.parse_math` off, so a case id
+    with ``$...$`` is not mathtext (which could fail the plot, or render something else)."""
+    return matplotlib.rc_context({"text.parse_math": False})
 
 
 def new_figure(size: tuple[float, float], **kw) -> Figure:
@@ -101,7 +108,7 @@ def _metadata(fmt: str) -> dict[str, Any] | None:
 def title_of(
     case_id: str, place: str, mode: str | None = None, extra: str | None = None, width: int = 110
 ) -> str:
-    head = " · ".join(p for p in (case_id, place, mode, extra) if p)
+    head = " · ".join(safe_text(p) for p in (case_id, place, mode, extra) if p)
     return "\n".join(textwrap.wrap(head, width, break_long_words=True, break_on_hyphens=False)[:3])
 
 
@@ -115,7 +122,8 @@ def short(text: str, limit: int) -> str:
 
 def _ab_label(row: Row) -> str:
     suffix = f" [{row.place}, {row.mode}]"
-    return short(row.case_id, max(AB_LABEL_CHARS - len(suffix), 20)) + suffix
+    suffix = safe_text(suffix)
+    return short(safe_text(row.case_id), max(AB_LABEL_CHARS - len(suffix), 20)) + suffix
 
 
 # -------------------------------------------------------------------------------------------------- A/B

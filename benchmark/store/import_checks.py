@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from benchmark.metrics import METRICS
 from benchmark.results import bad_timings
 from benchmark.store.models import to_datetime
 
@@ -17,6 +18,8 @@ MAX_PROBLEMS_SHOWN = 20
 POSITIVE_STATS = ("min", "max", "mean", "median", "q1", "q3")
 NON_NEGATIVE_STATS = ("stddev", "iqr", "ld15iqr", "hd15iqr", "ops", "total")
 REL_TOLERANCE = 1e-6
+# No value of a pytest-benchmark file (ours included) nests deeper than this; deeper is refused.
+MAX_DEPTH = 64
 
 
 def kind_of(value: Any) -> str:
@@ -47,6 +50,21 @@ def shown_value(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` nests lists and objects more than `limit` levels deep (walked without
+    recursion, so any depth is answered)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
 def _object(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
     """`mapping[key]` when it is an object (a dict), else an empty one."""
     value = mapping.get(key)
@@ -54,7 +72,11 @@ def _object(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 def header_problems(header: Mapping[str, Any], now: dt.datetime) -> list[str]:
-    problems = []
+    problems = [
+        f"{key}: nested more than {MAX_DEPTH} levels deep"
+        for key, value in header.items()
+        if isinstance(value, (dict, list)) and too_deep(value, MAX_DEPTH - 1)
+    ]
     if "benchmarks" not in header:
         problems.append("not a pytest-benchmark JSON file: no 'benchmarks' list")
     for key in ("machine_info", "commit_info", "benchmark"):
@@ -109,6 +131,8 @@ def benchmark_problems(index: int, bench: Any) -> list[str]:
         return [f"benchmarks[{index}]: expected an object, got {kind_of(bench)}"]
     name = bench.get("fullname")
     where = f"benchmarks[{index}]" + (f" ({name!r})" if isinstance(name, str) else "")
+    if too_deep(bench, MAX_DEPTH - 2):
+        return [f"{where}: nested more than {MAX_DEPTH} levels deep"]
     problems = []
     if not isinstance(name, str) or not name.strip():
         problems.append(f"{where}: fullname: expected a non-empty string, got {kind_of(name)}")
@@ -206,6 +230,17 @@ def _our_case_problems(ours: Any) -> list[str]:
     for key in ("case_id", "place", "mode"):
         if not isinstance(ours.get(key), str) or not ours[key]:
             problems.append(f".{key}: expected a non-empty string, got {kind_of(ours.get(key))}")
+    for key in ("name", "kind", "config_hash", "status", "message", "unit", "throughput_unit"):
+        if ours.get(key) is not None and not isinstance(ours[key], str):
+            problems.append(f".{key}: expected a string, got {kind_of(ours[key])}")
+    metric = ours.get("metric")
+    stored = [name for name, m in METRICS.items() if m.of is None]  # "throughput" is a view of time
+    if metric is not None and metric not in stored:
+        problems.append(f".metric: expected one of {', '.join(stored)}, got {shown_value(metric)}")
+    for key in ("tags", "warnings"):
+        value = ours.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            problems.append(f".{key}: expected a list of strings, got {kind_of(value)}")
     for key in ("config", "stats", "extra"):
         if ours.get(key) is not None and not isinstance(ours[key], dict):
             problems.append(f".{key}: expected an object, got {kind_of(ours[key])}")

@@ -33,7 +33,13 @@ from benchmark.analysis.summary import median_ci
 from benchmark.environment import fingerprint
 from benchmark.store.core import Store
 from benchmark.store.export import PYTEST_BENCHMARK_STATS
-from benchmark.store.import_checks import MAX_PROBLEMS_SHOWN, benchmark_problems, header_problems, kind_of
+from benchmark.store.import_checks import (
+    MAX_DEPTH,
+    MAX_PROBLEMS_SHOWN,
+    benchmark_problems,
+    header_problems,
+    kind_of,
+)
 from benchmark.store.models import RUN, json_serializer
 
 IMPORT_TRIGGER = "import"
@@ -208,6 +214,11 @@ class _JsonStream:
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
+            except RecursionError:  # Python's JSON reader gives up on deep nesting: say so, no traceback
+                raise _SyntaxProblem(
+                    f"a value nested too deep (more than {MAX_DEPTH} levels are refused) near character "
+                    f"{self.base + self.pos}"
+                ) from None
             except ValueError as exc:  # JSONDecodeError, or an integer beyond Python's digit limit
                 if len(self.buf) - self.pos > MAX_VALUE_CHARS:
                     raise _SyntaxProblem(
