@@ -56,6 +56,11 @@ def forge(doc: dict, started: dt.datetime, factor: float = FACTOR) -> dict:
     return doc
 
 
+def aware(when: dt.datetime) -> dt.datetime:
+    """A stored time (naive means UTC) as an aware UTC time."""
+    return when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when.astimezone(dt.timezone.utc)
+
+
 def suite(db: Path, summary: Path) -> None:
     cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
            "--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}", "--bench-json", str(summary)]  # fmt: skip
@@ -77,8 +82,10 @@ def test_a_forged_import_is_not_the_baseline_of_the_next_real_run_unless_importe
     suite(first, tmp_path / "s1.json")
     with open_store(f"sqlite:///{first}", create=False, readonly=True) as store:
         (real,) = store.runs()
+        # Dated between the real run and the next one: just after the real run ended (a fixed
+        # "5 s ago" fell before the real run's start when the smoke suite took under 5 s).
         forged = forge(json.loads(export_run(store, real.id, "json", pytest_benchmark=True)),
-                       dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=5))  # fmt: skip
+                       aware(real.finished_at) + dt.timedelta(milliseconds=100))  # fmt: skip
     assert forged["benchmark"]["machine"]["fingerprint"] == real.machine  # it claims this machine
     path = tmp_path / "forged.json"
     path.write_text(json.dumps(forged))
