@@ -108,15 +108,21 @@ def tensor_bytes(tensors: Mapping[str, Tensor] | None) -> int:
     return total
 
 
-def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
-    """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
-    name = spec.name
-    resolver, models = checks.resolver, checks.models
+def case_count(spec: Any) -> int:
+    """How many cases a validated CaseSpec expands to (grid points x dtypes x backward/step x places
+    x modes), computed from the lengths alone, without expanding anything."""
     grid = spec.grid if isinstance(spec.grid, list) else list((spec.grid or {}).values())
     sizes = [len(grid) if isinstance(spec.grid, list) else math.prod(len(v) for v in grid)]
     sizes += [len(spec.dtypes), len(_as_list(spec.backward)), len(_as_list(spec.step))]
     sizes += [len(spec.places), len(spec.modes)]
-    total = math.prod(sizes)
+    return math.prod(sizes)
+
+
+def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
+    """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
+    name = spec.name
+    resolver, models = checks.resolver, checks.models
+    total = case_count(spec)
     if total > max_cases:
         issue(
             name,

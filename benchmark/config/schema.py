@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from benchmark import allowlist
+from benchmark.limits import MEASURE_CEILINGS
 
 KINDS = ("op", "program", "model")
 MODES = ("dynamic", "static", "to_static")
@@ -107,9 +108,19 @@ class MeasureSpec(_Strict):
     processes: int | None = Field(
         default=None,
         ge=1,
-        le=64,
         description="worker processes that measure the case (default: the run's --bench-processes)",
     )
+
+    @field_validator(*MEASURE_CEILINGS, mode="after")
+    @classmethod
+    def _ceiling(cls, v: float | int | None, info: ValidationInfo) -> float | int | None:
+        ceiling, unit = MEASURE_CEILINGS[str(info.field_name)]
+        if v is not None and v > ceiling:
+            raise ValueError(
+                f"{v:g} is above the ceiling of {ceiling:g} {unit} a config may ask for "
+                "(the sandbox limit on a case's budget, see docs/sandbox.md)"
+            )
+        return v
 
 
 class ProgramOp(_Strict):
