@@ -164,3 +164,204 @@ def test_trial_timeout_follows_the_case_budget():
     assert default == pytest.approx(limits.TRIAL_BASE_S + limits.TRIAL_BUDGET_FACTOR * 1.3)
     # min_rounds x round_time counts when it exceeds max_time
     assert limits.trial_budget_s({"max_time": 1.0, "min_rounds": 1000, "round_time": 1.0}) == 1000.0
+
+
+# --- operators that crash the worker leave the allowlist ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "paddle.index_fill",  # SIGSEGV on an index out of range (no bounds check in the CPU kernel)
+        "paddle.index_put",  # the same
+        "paddle.Tensor.index_fill",
+        "paddle.as_strided",  # any strides, no bounds
+        "paddle.nn.functional.gather_tree",  # reads out of range
+        "paddle.increment",  # in place
+    ],
+)
+def test_crashing_and_in_place_ops_are_refused_by_validate(tmp_path, op):
+    (tmp_path / "c.yaml").write_text(
+        "cases:\n  - name: seg\n    kind: op\n    places: [cpu]\n"
+        f"    op: {op}\n    inputs: {{x: {{shape: [4, 4]}}}}\n"
+    )
+    proc = validate("--no-resolve", "c.yaml", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"c.yaml:5: case 'seg': field 'op': {op!r} is not on the allowlist (configs/allowlist.yaml): "
+        "expected an operator of the tensor API (e.g. 'paddle.abs', 'paddle.nn.functional.softmax')"
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["torch.nn.functional.Optional", "torch.nn.functional.boolean_dispatch", "torch.sparse_csc_tensor"],
+)
+def test_non_operators_and_unchecked_constructors_are_off_the_allowlist(name):
+    from benchmark import allowlist
+
+    assert allowlist.check("torch_op", name) is not None
+
+
+# --- the worker's memory limit and a real suite ----------------------------------------------
+
+BOMBS = """\
+cases:
+  - name: before
+    kind: op
+    op: paddle.abs
+    places: [cpu]
+    inputs: {x: {shape: [64, 64]}}
+  - name: zeros_bomb
+    kind: op
+    op: paddle.zeros
+    places: [cpu]
+    inputs: {}
+    attrs: {shape: [100000, 100000]}
+  - name: onehot_bomb
+    kind: op
+    op: paddle.nn.functional.one_hot
+    places: [cpu]
+    inputs: {x: {shape: [4], dtype: int64, low: 0, high: 3}}
+    attrs: {num_classes: 1000000000}
+  - name: gather_out_of_range
+    kind: op
+    op: paddle.gather
+    places: [cpu]
+    inputs: {x: {shape: [4, 4]}, index: {shape: [2], dtype: int64, low: 6, high: 7}}
+  - name: after
+    kind: op
+    op: paddle.abs
+    places: [cpu]
+    inputs: {x: {shape: [32, 32]}}
+"""
+
+
+def run_suite(tmp: Path, configs: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "benchmark/",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--bench-config",
+        str(configs),
+        "--bench-place",
+        "cpu",
+        "--bench-quick",
+        "--bench-processes",
+        "1",
+        "--bench-db",
+        url,
+        "--bench-json",
+        str(tmp / "summary.json"),
+        *extra,
+    ]
+    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=600)
+
+
+def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_path):
+    """A suite of a good case, two memory bombs (40 GB and 16 GB from plain attrs), an index out of
+    range and another good case, run on the history of an earlier run: each bomb is an error naming
+    the worker's memory limit, the good cases are measured, and the earlier run is all there."""
+    import json
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "ok.yaml").write_text(BOMBS.split("  - name: zeros_bomb")[0])
+    proc = run_suite(tmp_path, first, url)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    bombs = tmp_path / "bombs"
+    bombs.mkdir()
+    (bombs / "bombs.yaml").write_text(BOMBS)
+    max_bytes = 1024**3
+    proc = run_suite(tmp_path, bombs, url, "--bench-max-bytes", str(max_bytes))
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = {r["case_id"]: r for r in json.loads((tmp_path / "summary.json").read_text())["results"]}
+    assert {k: r["status"] for k, r in results.items()} == {
+        "before": "ok",
+        "zeros_bomb": "error",
+        "onehot_bomb": "error",
+        "gather_out_of_range": "error",
+        "after": "ok",
+    }
+    limit_gib = limits.worker_memory_limit(max_bytes) / 1024**3
+    for bomb in ("zeros_bomb", "onehot_bomb"):
+        message = results[bomb]["message"]
+        assert "\n" not in message
+        assert message.startswith(
+            f"worker memory limit: the case needed more than the {limit_gib:.1f} GiB a worker may hold"
+        ), message
+    assert "index" in results["gather_out_of_range"]["message"].lower()
+    with sqlite3.connect(tmp_path / "history.sqlite") as db:
+        runs = db.execute("select count(*) from run").fetchone()[0]
+        rows = db.execute("select status, count(*) from result group by status").fetchall()
+    assert runs == 2
+    assert dict(rows) == {"ok": 3, "error": 3}
+
+
+def test_worker_runs_under_the_memory_limit_and_the_gpu_flag():
+    """The limit is the worker's own (RLIMIT_DATA, soft and hard, read from /proc), set before the
+    framework import; the GPU cap is in its environment."""
+    from benchmark.workers import Worker
+
+    limit = limits.worker_memory_limit(256 * 1024**2)
+    worker = Worker(memory_limit=limit, stderr=subprocess.DEVNULL)
+    try:
+        assert worker.wait_ready()
+        pid = worker.ready["pid"]
+        line = next(x for x in Path(f"/proc/{pid}/limits").read_text().splitlines() if "data size" in x)
+        assert line.split()[3:5] == [str(limit), str(limit)], line
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert f"FLAGS_gpu_memory_limit_mb={limit // 1024**2}".encode() in env
+    finally:
+        worker.close()
+
+
+def test_a_trial_over_its_time_limit_is_an_error_naming_the_limit(tmp_path):
+    """A real worker on a case that warms up for 30 s, with a 3 s trial limit: killed, one error
+    line naming the trial time limit; a fresh worker then measures the next case."""
+    from benchmark import trials
+    from benchmark.workers import Worker
+
+    path = tmp_path / "slow.yaml"
+    path.write_text(
+        "cases:\n"
+        "  - {name: slow, kind: op, op: paddle.abs, places: [cpu], inputs: {x: {shape: [4]}},\n"
+        "     measure: {warmup_time: 30}}\n"
+        "  - {name: quick, kind: op, op: paddle.abs, places: [cpu], inputs: {x: {shape: [4]}}}\n"
+    )
+    loaded = load_file(path)
+    assert loaded.issues == []
+    slow, quick = loaded.cases
+    rounds = [
+        [
+            trials.Trial(case=slow, key="slow", index=0, processes=1, round=0, order=0),
+            trials.Trial(case=quick, key="quick", index=0, processes=1, round=0, order=1),
+        ]
+    ]
+    records: dict[str, dict] = {}
+
+    def params(trial):
+        settings = {"warmup_time": 0.02, "max_time": 0.05, "min_rounds": 5, "round_time": 0.002}
+        return {"settings": {**settings, **trial.case.measure}}
+
+    trials.run_trials(
+        rounds,
+        lambda: Worker(stderr=subprocess.DEVNULL),
+        params,
+        lambda trial, record: records.__setitem__(trial.key, record),
+        timeout_s=3.0,
+    )
+    assert records["slow"]["status"] == "error"
+    assert records["slow"]["message"].startswith(
+        "trial time limit: no answer within 3 s, killed during trial 1 of 1"
+    ), records["slow"]["message"]
+    assert records["quick"]["status"] == "ok", records["quick"]
