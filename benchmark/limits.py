@@ -28,7 +28,7 @@ MAX_FILE_CASES = 10_000
 MEASURE_CEILINGS: Mapping[str, tuple[float, str]] = {
     "warmup_time": (30.0, "s"),
     "max_time": (120.0, "s"),
-    "round_time": (1.0, "s"),
+    "round_time": (0.1, "s"),
     "min_rounds": (1000, "rounds"),
     "max_rounds": (100_000, "rounds"),
     "processes": (16, "processes"),

@@ -365,3 +365,10 @@ def test_a_trial_over_its_time_limit_is_an_error_naming_the_limit(tmp_path):
         "trial time limit: no answer within 3 s, killed during trial 1 of 1"
     ), records["slow"]["message"]
     assert records["quick"]["status"] == "ok", records["quick"]
+
+
+def test_the_trial_limit_at_the_ceilings_is_the_old_fixed_limit():
+    """Whatever a config asks within the ceilings, one trial is allowed at most 900 s (the fixed
+    limit every trial had before)."""
+    worst = {f: c for f, (c, _) in limits.MEASURE_CEILINGS.items()}
+    assert limits.trial_timeout_s(worst) == 900.0
