@@ -372,3 +372,79 @@ def test_the_trial_limit_at_the_ceilings_is_the_old_fixed_limit():
     limit every trial had before)."""
     worst = {f: c for f, (c, _) in limits.MEASURE_CEILINGS.items()}
     assert limits.trial_timeout_s(worst) == 900.0
+
+
+# --- index inputs ----------------------------------------------------------------------------
+
+INDEXED = """\
+cases:
+  - name: g
+    kind: op
+    op: {op}
+    places: [cpu]
+    grid: {{n: [8, 3]}}
+    inputs: {{x: {{shape: [16, $n]}}, index: {{shape: [64], index: {{of: x, dim: {dim}}}}}}}
+    attrs: {attrs}
+"""
+
+
+@pytest.mark.parametrize(
+    "op, dim, attrs",
+    [("paddle.gather", 1, "{axis: 1}"), ("paddle.index_select", -1, "{axis: 1}"), ("paddle.gather", 0, "{}")],
+)
+def test_index_inputs_are_generated_in_range_whatever_the_grid(tmp_path, op, dim, attrs):
+    """`index: {of: x, dim: d}`: int64 values in [0, x.shape[d]) for every grid point, and the op
+    runs on them (real paddle, CPU)."""
+    from benchmark import runners
+    from benchmark.runners.paddle_common import make_arrays
+
+    path = tmp_path / "g.yaml"
+    path.write_text(INDEXED.format(op=op, dim=dim, attrs=attrs))
+    loaded = load_file(path, checks=runners.config_checks())
+    assert loaded.issues == []
+    assert len(loaded.cases) == 2
+    for case in loaded.cases:
+        size = case.spec.inputs["x"].shape[dim]
+        index = case.spec.inputs["index"]
+        assert (index.dtype, index.low, index.high) == ("int64", 0, size)
+        arrays = make_arrays(case.spec.inputs, case.spec.seed)
+        assert arrays["index"].min() >= 0 and arrays["index"].max() < size
+        prepared = runners.prepare(case)
+        try:
+            prepared.step()
+            prepared.sync()
+        finally:
+            prepared.close()
+
+
+@pytest.mark.parametrize(
+    "index, field, message",
+    [
+        ("{of: y}", "inputs.index.index.of", "'y' is not another input of this case (inputs: x)"),
+        ("{of: index}", "inputs.index.index.of", "'index' is not another input of this case"),
+        ("{of: x, dim: 2}", "inputs.index.index.dim", "expected a dimension of 'x' (shape [16, 8]): -2 to 1"),
+        ("{of: x, dtype: int64}", "inputs.index.index.dtype", "unknown field"),
+    ],
+)
+def test_bad_index_inputs_are_one_line_naming_the_field(tmp_path, index, field, message):
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "cases:\n  - {name: g, kind: op, op: paddle.gather, places: [cpu],\n"
+        f"     inputs: {{x: {{shape: [16, 8]}}, index: {{shape: [4], index: {index}}}}}}}\n"
+    )
+    loaded = load_file(path)
+    assert len(loaded.issues) == 1, loaded.issues
+    assert loaded.issues[0].field == field
+    assert message in loaded.issues[0].message
+
+
+def test_a_float_index_input_is_refused(tmp_path):
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "cases:\n  - {name: g, kind: op, op: paddle.gather, places: [cpu],\n"
+        "     inputs: {x: {shape: [16, 8]}, index: {shape: [4], dtype: float32, index: {of: x}}}}\n"
+    )
+    loaded = load_file(path)
+    assert [(i.field, i.message) for i in loaded.issues] == [
+        ("inputs.index.dtype", "an index input needs an integer dtype, got 'float32'")
+    ]

@@ -75,6 +75,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
 
 
+class IndexSpec(_Strict):
+    """An index input: integers in [0, size of dimension `dim` of input `of`), whatever the grid
+    makes that size (resolved after expansion into the input's `low` and `high`)."""
+
+    of: str
+    dim: int | str = 0
+
+    @field_validator("of")
+    @classmethod
+    def _of(cls, v: str) -> str:
+        if not KEY_RE.fullmatch(v):
+            raise ValueError(f"{v!r}: expected the name of another input of this case")
+        return v
+
+    @field_validator("dim")
+    @classmethod
+    def _dim(cls, v: int | str) -> int | str:
+        if isinstance(v, str) and not VAR_RE.fullmatch(v):
+            raise ValueError(f"expected an integer dimension (or a $grid reference), got {v!r}")
+        return v
+
+
 class TensorSpec(_Strict):
     shape: Any
     dtype: str = "$dtype"
@@ -82,6 +104,14 @@ class TensorSpec(_Strict):
     high: float = 1.0
     # Inputs that get a gradient in backward cases (default: every floating input).
     requires_grad: bool | None = None
+    # An index input (its dtype defaults to int64; `low` and `high` come from the indexed input).
+    index: IndexSpec | None = None
+
+    @model_validator(mode="after")
+    def _index_dtype(self) -> TensorSpec:
+        if self.index is not None and self.dtype == "$dtype":
+            self.dtype = "int64"
+        return self
 
     @field_validator("shape", mode="before")
     @classmethod
