@@ -21,6 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmark.limits import TRIAL_BASE_S, TRIAL_BUDGET_FACTOR, trial_timeout_s
+
+# The fixed limit of a request whose settings are not known here (benchmark compare's job); a
+# trial of the suite gets `trial_timeout_s` of its own settings.
 TRIAL_TIMEOUT_S = 900.0
 
 
@@ -77,6 +81,11 @@ def failure_message(record: dict[str, Any], trial: Trial, exit_status: int | Non
         why = message.removeprefix("worker process:").strip()
         if why.startswith("died") and exit_status is not None:
             return f"worker process died (exit status {exit_status}) during {where}"
+        if why.startswith("no answer within"):
+            return (
+                f"trial time limit: {why} during {where} (the limit is {TRIAL_BASE_S:g} s + "
+                f"{TRIAL_BUDGET_FACTOR:g} x the time the case's measure settings allow)"
+            )
         return f"worker process: {why}, during {where}"
     return f"{message} (in {where})"
 
@@ -90,7 +99,7 @@ def run_trials(
     should_run: Callable[[Trial], bool] = lambda trial: True,
     on_start: Callable[[Trial, Any], Any] | None = None,
     on_round: Callable[[int, list[Trial]], None] | None = None,
-    timeout_s: float = TRIAL_TIMEOUT_S,
+    timeout_s: float | None = None,
 ) -> None:
     """Run the rounds: a fresh worker (`new_worker()`, a `benchmark.workers.Worker`) per round,
     another one whenever the current one died. Each trial sends the `time` task with `params(trial)`;
@@ -98,7 +107,8 @@ def run_trials(
     `should_run(trial)` False skips a trial (e.g. its case already failed); `on_start(trial, worker)`
     runs just before the request and may return a callable run right after it (e.g. to stop a
     telemetry sampler); `on_round(r, trials)` after each round. Workers are closed on the way out,
-    killed if the run is interrupted."""
+    killed if the run is interrupted. `timeout_s`: each trial's wall-clock limit; None (the default)
+    derives it from the trial's own measure settings (`benchmark.limits.trial_timeout_s`)."""
     worker = None
     try:
         for r, trials in enumerate(rounds):
@@ -110,8 +120,10 @@ def run_trials(
                         worker.close()
                     worker = new_worker()
                 after = on_start(trial, worker) if on_start is not None else None
+                request = params(trial)
+                limit = timeout_s if timeout_s is not None else trial_timeout_s(request.get("settings") or {})
                 try:
-                    record = worker.request("time", trial.case, params(trial), timeout_s=timeout_s)
+                    record = worker.request("time", trial.case, request, timeout_s=limit)
                 finally:
                     if callable(after):
                         after()

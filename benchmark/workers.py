@@ -33,6 +33,12 @@ READY_TIMEOUT_S = 600.0
 WORKER_MODULE = "benchmark.runners.worker"
 
 
+def gpu_limit_env(memory_limit: int) -> dict[str, str]:
+    """The environment that caps what paddle's allocator takes from each GPU (read at import;
+    without effect on a CPU-only build)."""
+    return {"FLAGS_gpu_memory_limit_mb": str(max(1, int(memory_limit) // 1024**2))}
+
+
 class Worker:
     """One worker process. `request(task, case, params)` blocks until its record arrives."""
 
@@ -47,13 +53,21 @@ class Worker:
         python: str | None = None,
         cwd: str | None = None,
         finalize_env: Callable[[list[str]], dict[str, str]] | None = None,
+        memory_limit: int | None = None,
     ):
         """`entry`: what the interpreter runs (default `-m benchmark.runners.worker`; a script that
         wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test).
         `python`: the interpreter (default this one; another environment's, e.g. for an A/B of two
         framework builds, must be able to import `benchmark`). `cwd`: the worker's working directory.
         `finalize_env`: called with the worker interpreter's own argument list, returns the
-        environment to start it with (e.g. padded to a fixed size, see benchmark.instructions)."""
+        environment to start it with (e.g. padded to a fixed size, see benchmark.instructions).
+        `memory_limit`: bytes the worker may hold (`benchmark.limits.worker_memory_limit`): its
+        host data (RLIMIT_DATA, set by the worker on itself before the framework import) and, on
+        CUDA places, what each GPU gives it (FLAGS_gpu_memory_limit_mb); None: no limit (the
+        instruction-count worker, whose valgrind reserves its own address space)."""
+        if memory_limit is not None:
+            args = [*args, "--memory-limit", str(int(memory_limit))]
+            env = {**(os.environ if env is None else env), **gpu_limit_env(memory_limit)}
         read_fd, write_fd = os.pipe()
         # The fd in a fixed width: which fd the pipe got must not change the worker's argument
         # strings (their sizes shift its heap layout, and with it an instruction count).

@@ -35,17 +35,45 @@ def _split(paths: list[str]) -> tuple[list[str], list[Path]]:
     return case_paths, gate_files
 
 
-def _load(args, case_paths: list[str] | None = None):
+def _lazy_checks(resolve: bool):
+    """`runners.config_checks`, built on the first question a config asks: a file refused by a cap
+    (size, list length, case count) costs no framework import (paddle's is about 3 s and 300 MB).
+    Returns (checks, the resolver once built or None)."""
     from benchmark import runners
+    from benchmark.config.expand import Checks
+
+    built: list = []
+
+    def real():
+        if not built:
+            built.append(runners.config_checks(resolve=resolve))
+        return built[0]
+
+    def resolver(op: str) -> str | None:
+        r = real().resolver
+        return r(op) if r else None
+
+    def binder(op: str, inputs, attrs) -> str | None:
+        b = real().binder
+        return b(op, inputs, attrs) if b else None
+
+    checks = Checks(
+        resolver=resolver,
+        binder=binder,
+        models=runners.model_names(),
+        model_check=lambda *a: real().model_check(*a),
+    )
+    return checks, lambda: real().resolver
+
+
+def _load(args, case_paths: list[str] | None = None):
     from benchmark.config import load_paths
 
-    checks = runners.config_checks(resolve=not args.no_resolve)
+    checks, resolver = _lazy_checks(resolve=not args.no_resolve)
     paths = case_paths if case_paths is not None else args.paths or [str(default_config_dir())]
     if not paths:
-        return ([], []), checks.resolver
-    return load_paths(
-        paths, checks=checks, max_bytes=args.max_bytes, max_cases=args.max_cases
-    ), checks.resolver
+        return ([], []), resolver
+    return load_paths(paths, checks=checks, max_bytes=args.max_bytes, max_cases=args.max_cases), resolver
 
 
 def _gate_problems(files: list[Path]) -> list[str]:
@@ -98,7 +126,7 @@ def cmd_validate(args) -> int:
         return 2
     parts = []
     if case_paths:
-        note = "" if resolver else " (names checked against the allowlist only: paddle not resolved here)"
+        note = "" if resolver() else " (names checked against the allowlist only: paddle not resolved here)"
         n_cases = len({c.case_id for c in cases})
         parts.append(f"{n_cases} case(s), {len(cases)} item(s) in {n_files} file(s){note}")
     if gate_files:

@@ -16,7 +16,10 @@ dtype list and ``backward``/``step`` lists are grid dimensions too. Each expande
 stable id and a hash of its fully expanded config.
 
 Configs are data: files are read with ``yaml.safe_load`` semantics (a tag that would construct an
-object is an error), names are checked against strict patterns, and nothing is executed. Every
+object is an error), names are checked against strict patterns, and nothing is executed. Caps come
+before any work they bound (`benchmark.limits`): a file's size before it is read, list lengths
+and the node count while it is parsed, the case count of the whole file (from the grid's lengths)
+before any entry is expanded, and each case's memory footprint before anything is allocated. Every
 problem is reported as one ``ConfigIssue`` naming the file, the case, the field and the YAML line.
 """
 
@@ -30,7 +33,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from benchmark.config.expand import Checks, expand
+from benchmark.config.expand import Checks, case_count, expand
 from benchmark.config.schema import NOT_CASE_FILES, CaseSpec, ConfigIssue, FileSpec
 from benchmark.config.yaml_lines import (
     ConfigYAMLError,
@@ -39,7 +42,7 @@ from benchmark.config.yaml_lines import (
     pydantic_field,
     pydantic_issues,
 )
-from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
+from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, MAX_FILE_BYTES, MAX_FILE_CASES
 from benchmark.model import Case
 
 
@@ -83,6 +86,15 @@ def load_file(
         issues.append(ConfigIssue(fname, case, fld, msg, line))
 
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            issue(
+                None,
+                None,
+                f"the file is {size} bytes, more than the {MAX_FILE_BYTES} a config file may hold "
+                "(refused before reading it; split it into several files)",
+            )
+            return LoadedFile(fname, [], issues)
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         issue(None, None, f"cannot read file: {e}")
@@ -117,7 +129,7 @@ def load_file(
     if not fspec.cases:
         issue(None, "cases", "expected at least one case", line_for(lines, ("cases",)))
 
-    cases: list[Case] = []
+    specs: list[tuple[tuple[str, int], CaseSpec]] = []
     for idx, raw in enumerate(fspec.cases):
         base = ("cases", idx)
         cname = raw.get("name") if isinstance(raw, dict) else None
@@ -129,6 +141,22 @@ def load_file(
             for loc, msg in pydantic_issues(e):
                 issue(label, pydantic_field(loc) or None, msg, line_for(lines, base + loc))
             continue
+        specs.append((base, spec))
+    # Counted from the grid's lengths before any entry is expanded; an entry over its own cap
+    # (max_cases) says so itself below, and counts as its cap here.
+    total = sum(min(case_count(spec), max_cases + 1) for _, spec in specs)
+    file_cap = max(MAX_FILE_CASES, max_cases)
+    if total > file_cap:
+        issue(
+            None,
+            "cases",
+            f"the file's entries expand to {total} cases or more, more than the {file_cap} "
+            "one config file may hold (refused before expanding; split it into several files)",
+            line_for(lines, ("cases",)),
+        )
+        return LoadedFile(fname, [], issues)
+    cases: list[Case] = []
+    for base, spec in specs:
         cases.extend(
             expand(spec, fname, line_for(lines, base), lines, base, issue, checks, max_bytes, max_cases)
         )

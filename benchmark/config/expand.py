@@ -108,15 +108,21 @@ def tensor_bytes(tensors: Mapping[str, Tensor] | None) -> int:
     return total
 
 
-def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
-    """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
-    name = spec.name
-    resolver, models = checks.resolver, checks.models
+def case_count(spec: Any) -> int:
+    """How many cases a validated CaseSpec expands to (grid points x dtypes x backward/step x places
+    x modes), computed from the lengths alone, without expanding anything."""
     grid = spec.grid if isinstance(spec.grid, list) else list((spec.grid or {}).values())
     sizes = [len(grid) if isinstance(spec.grid, list) else math.prod(len(v) for v in grid)]
     sizes += [len(spec.dtypes), len(_as_list(spec.backward)), len(_as_list(spec.step))]
     sizes += [len(spec.places), len(spec.modes)]
-    total = math.prod(sizes)
+    return math.prod(sizes)
+
+
+def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
+    """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
+    name = spec.name
+    resolver, models = checks.resolver, checks.models
+    total = case_count(spec)
     if total > max_cases:
         issue(
             name,
@@ -148,6 +154,11 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
         return []
 
     body = spec.model_dump(exclude={"grid", "places", "modes", "dtypes", "tags", "description"})
+    for group in ("inputs", "feed"):
+        for tensor in (body.get(group) or {}).values():
+            if tensor.get("index") is None:
+                # Unset, it leaves the config (and the config hash of every existing case) as it was.
+                tensor.pop("index", None)
     if body["measure"].get("processes") is None:
         # Unset, it leaves the config (and so the config hash of every existing case) as it was.
         body["measure"].pop("processes", None)
@@ -239,6 +250,9 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
                 problems.append((f"{fld}.low", f"expected low < high, got {spec['low']} and {spec['high']}"))
     if problems:
         return problems
+    problems = _resolve_indices(cfg)
+    if problems:
+        return problems
     tensors = {n: Tensor.model_validate(t) for g in ("inputs", "feed") for n, t in (cfg.get(g) or {}).items()}
     need = tensor_bytes(tensors)
     if cfg.get("backward"):
@@ -251,6 +265,44 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
                 "allowed on this machine (refused before allocating)",
             )
         )
+    return problems
+
+
+def _resolve_indices(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """Index inputs (`index: {of, dim}`) become integer inputs drawn in [0, size of that dimension
+    of the input they index), in place; one problem per index that names no input or dimension."""
+    problems: list[tuple[str, str]] = []
+    for group in ("inputs", "feed"):
+        tensors = cfg.get(group) or {}
+        for iname, spec in tensors.items():
+            index = spec.pop("index", None)
+            if index is None:
+                continue
+            fld = f"{group}.{iname}.index"
+            of, dim = index.get("of"), index.get("dim")
+            target = tensors.get(of)
+            if target is None or target is spec:
+                others = ", ".join(n for n in tensors if n != iname) or "none"
+                problems.append((f"{fld}.of", f"{of!r} is not another input of this case (inputs: {others})"))
+                continue
+            shape = target["shape"]
+            if not isinstance(dim, int) or isinstance(dim, bool) or not -len(shape) <= dim < len(shape):
+                problems.append(
+                    (
+                        f"{fld}.dim",
+                        f"expected a dimension of {of!r} (shape {shape}): -{len(shape)} to {len(shape) - 1}",
+                    )
+                )
+                continue
+            if not str(spec.get("dtype")).startswith(("int", "uint")):
+                problems.append(
+                    (
+                        f"{group}.{iname}.dtype",
+                        f"an index input needs an integer dtype, got {spec.get('dtype')!r}",
+                    )
+                )
+                continue
+            spec["low"], spec["high"] = 0, shape[dim]
     return problems
 
 

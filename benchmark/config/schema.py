@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from benchmark import allowlist
+from benchmark.limits import MEASURE_CEILINGS
 
 KINDS = ("op", "program", "model")
 MODES = ("dynamic", "static", "to_static")
@@ -74,6 +75,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
 
 
+class IndexSpec(_Strict):
+    """An index input: integers in [0, size of dimension `dim` of input `of`), whatever the grid
+    makes that size (resolved after expansion into the input's `low` and `high`)."""
+
+    of: str
+    dim: int | str = 0
+
+    @field_validator("of")
+    @classmethod
+    def _of(cls, v: str) -> str:
+        if not KEY_RE.fullmatch(v):
+            raise ValueError(f"{v!r}: expected the name of another input of this case")
+        return v
+
+    @field_validator("dim")
+    @classmethod
+    def _dim(cls, v: int | str) -> int | str:
+        if isinstance(v, str) and not VAR_RE.fullmatch(v):
+            raise ValueError(f"expected an integer dimension (or a $grid reference), got {v!r}")
+        return v
+
+
 class TensorSpec(_Strict):
     shape: Any
     dtype: str = "$dtype"
@@ -81,6 +104,14 @@ class TensorSpec(_Strict):
     high: float = 1.0
     # Inputs that get a gradient in backward cases (default: every floating input).
     requires_grad: bool | None = None
+    # An index input (its dtype defaults to int64; `low` and `high` come from the indexed input).
+    index: IndexSpec | None = None
+
+    @model_validator(mode="after")
+    def _index_dtype(self) -> TensorSpec:
+        if self.index is not None and self.dtype == "$dtype":
+            self.dtype = "int64"
+        return self
 
     @field_validator("shape", mode="before")
     @classmethod
@@ -107,9 +138,19 @@ class MeasureSpec(_Strict):
     processes: int | None = Field(
         default=None,
         ge=1,
-        le=64,
         description="worker processes that measure the case (default: the run's --bench-processes)",
     )
+
+    @field_validator(*MEASURE_CEILINGS, mode="after")
+    @classmethod
+    def _ceiling(cls, v: float | int | None, info: ValidationInfo) -> float | int | None:
+        ceiling, unit = MEASURE_CEILINGS[str(info.field_name)]
+        if v is not None and v > ceiling:
+            raise ValueError(
+                f"{v:g} is above the ceiling of {ceiling:g} {unit} a config may ask for "
+                "(the sandbox limit on a case's budget, see docs/sandbox.md)"
+            )
+        return v
 
 
 class ProgramOp(_Strict):

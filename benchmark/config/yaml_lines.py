@@ -1,5 +1,6 @@
-"""Reading a config file: YAML (safe, no anchors, aliases or merge keys, bounded nesting) with the
-line of every key, and pydantic errors turned into (field, message, line)."""
+"""Reading a config file: YAML (safe, no anchors, aliases or merge keys, bounded nesting, list
+lengths and node count) with the line of every key, and pydantic errors turned into (field,
+message, line)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from benchmark.config.schema import MAX_YAML_DEPTH
+from benchmark.limits import MAX_LIST_ITEMS, MAX_YAML_NODES
 
 
 class ConfigYAMLError(yaml.YAMLError):
@@ -22,10 +24,12 @@ class ConfigYAMLError(yaml.YAMLError):
 
 class _LineLoader(yaml.SafeLoader):
     """SafeLoader for configs: no anchors, aliases or merge keys (so nothing expands behind a name,
-    and no alias bomb), nesting at most MAX_YAML_DEPTH deep, checked while composing, before any
-    value is constructed."""
+    and no alias bomb), nesting at most MAX_YAML_DEPTH deep, lists of at most MAX_LIST_ITEMS
+    items and at most MAX_YAML_NODES nodes in all, checked while composing, before any value is
+    constructed (a huge list costs its first MAX_LIST_ITEMS items, not its whole length)."""
 
     _depth = 0
+    _nodes = 0
 
     def compose_node(self, parent, index):
         event = self.peek_event()
@@ -35,6 +39,17 @@ class _LineLoader(yaml.SafeLoader):
                 event.start_mark,
             )
         self._depth += 1
+        self._nodes += 1
+        if self._nodes > MAX_YAML_NODES:
+            raise ConfigYAMLError(
+                f"more than {MAX_YAML_NODES} values in one file: split it into several files",
+                event.start_mark,
+            )
+        if isinstance(parent, yaml.SequenceNode) and isinstance(index, int) and index >= MAX_LIST_ITEMS:
+            raise ConfigYAMLError(
+                f"a list of more than {MAX_LIST_ITEMS} items: expected at most {MAX_LIST_ITEMS}",
+                event.start_mark,
+            )
         try:
             if self._depth > MAX_YAML_DEPTH:
                 raise ConfigYAMLError(f"nesting deeper than {MAX_YAML_DEPTH} levels", event.start_mark)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from benchmark import measure
+from benchmark import limits, measure
 from benchmark.model import Case, CaseResult
 from benchmark.plugin.casetrials import CaseTrials, apply_checks
 from benchmark.plugin.session import BenchSession, item_cases
@@ -155,6 +155,12 @@ def case_processes(bench: BenchSession, case: Case) -> int:
     return int(case.measure.get("processes") or bench.processes)
 
 
+def worker_memory_limit(bench: BenchSession) -> int:
+    """What a timing or checks worker may hold (`benchmark.limits.worker_memory_limit` of
+    --bench-max-bytes)."""
+    return limits.worker_memory_limit(bench.config.getoption("bench_max_bytes"))
+
+
 def trial_params(bench: BenchSession, trial) -> dict[str, Any]:
     """The `time` request of one trial: the case's settings divided over its processes
     (`MeasureSettings.per_process`)."""
@@ -188,7 +194,6 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
     """The checks after timing of the cases `keys` (measured ok), in one worker of their own
     after all trials, so that a profiler or a torch import never shares a process with a
     timing; then each case is recorded."""
-    from benchmark import trials
     from benchmark.workers import Worker
 
     progress.line(f"benchmark: checks after timing (reference, torch, profile) of {len(keys)} case(s)")
@@ -200,14 +205,15 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
                 if worker is None or not worker.alive():
                     if worker is not None:
                         worker.close()
-                    worker = Worker(stderr=log)
+                    worker = Worker(stderr=log, memory_limit=worker_memory_limit(bench))
                 settings = bench.settings.override(state.case.measure)
                 params = {
                     "settings": measure.asdict(settings),
                     "allocator_control": not bench.config.getoption("bench_no_malloc_control"),
                     "diagnose": checks_wanted(bench, state.case),
                 }
-                record = worker.request("checks", state.case, params, timeout_s=trials.TRIAL_TIMEOUT_S)
+                timeout = limits.trial_timeout_s(measure.asdict(settings))
+                record = worker.request("checks", state.case, params, timeout_s=timeout)
                 state.apply_checks(record)
             bench.record(state.result)
     except BaseException:  # interrupted: the worker goes too
@@ -291,7 +297,7 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
     log = worker_log(bench)
 
     def new_worker():
-        return Worker(stderr=log)
+        return Worker(stderr=log, memory_limit=worker_memory_limit(bench))
 
     try:
         trials.run_trials(

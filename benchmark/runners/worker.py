@@ -24,6 +24,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from benchmark.limits import WORKER_FRAMEWORK_BYTES
+
+WORKER_FRAMEWORK_GIB = WORKER_FRAMEWORK_BYTES / 1024**3
 TaskFn = Callable[[Any, dict[str, Any], argparse.Namespace], dict[str, Any]]
 
 
@@ -150,11 +153,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--callgrind-dumps", default=None, help="callgrind's --callgrind-out-file pattern (with %%p)"
     )
     p.add_argument(
+        "--memory-limit",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="host memory this process may hold (RLIMIT_DATA, soft and hard), set before the "
+        "framework import; a case that needs more ends as an error naming the limit",
+    )
+    p.add_argument(
         "--fork-per-request",
         action="store_true",
         help="serve each request in a child forked from this process after the framework import",
     )
     return p.parse_args(argv)
+
+
+def limit_memory(limit: int) -> None:
+    """Cap this process's data (heap and private writable mappings, RLIMIT_DATA) at `limit` bytes,
+    soft and hard, so that nothing the case runs can raise it. RLIMIT_DATA rather than RLIMIT_AS:
+    address space that is only reserved (thread stacks' guard areas, malloc arenas, the
+    framework's shared libraries) does not count, what a case allocates does; an allocation over
+    it fails (numpy and paddle raise MemoryError) instead of the machine swapping."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+
+
+def memory_limit_message(limit: int, error: BaseException) -> str:
+    """One line for a case that hit the worker's memory limit, naming the limit."""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    return (
+        f"worker memory limit: the case needed more than the {limit / 1024**3:.1f} GiB a worker may hold "
+        f"(2 x --bench-max-bytes + {WORKER_FRAMEWORK_GIB:g} GiB for the framework; RLIMIT_DATA): "
+        f"{type(error).__name__}: {first}"
+    )
 
 
 def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]], None]) -> None:
@@ -195,6 +229,10 @@ def handle(
         record = TASKS[request["task"]](case, params, options)
     except runners.RunnerUnavailable as e:
         record = {"status": "skipped", "message": str(e)}
+    except MemoryError as e:
+        limit = getattr(options, "memory_limit", None)
+        message = memory_limit_message(limit, e) if limit else f"MemoryError: {e}".splitlines()[0][:500]
+        record = {"status": "error", "message": message, "limit": "memory" if limit else None}
     except Exception as e:  # noqa: BLE001 - a case's failure is its record, the worker goes on
         record = {
             "status": "error",
@@ -263,6 +301,8 @@ def _die_with_parent(sig: int, parent: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
+    if options.memory_limit:
+        limit_memory(options.memory_limit)
     records = os.fdopen(options.records_fd, "w", encoding="utf-8", buffering=1)
 
     def emit(record: dict[str, Any]) -> None:
