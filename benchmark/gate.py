@@ -181,7 +181,7 @@ def decide_results(
     history in `bases` (`baseline` None) or against `base_results` (the results of run
     `baseline`), `envs` holding each run's environment. Before Benjamini-Hochberg across cases
     (`control_fdr`), which :func:`evaluate` applies over everything it judged; a replay of
-    recorded runs (scripts/history_gate_replay.py) calls both."""
+    recorded runs (eval/history_gate_replay.py) calls both."""
     decisions = []
     for result in results:
         d, s = _decision(result, gates)

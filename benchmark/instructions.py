@@ -425,7 +425,7 @@ def _seconds(ns) -> float | None:
 
 
 def spread(samples: list[float]) -> float:
-    """(max - min) / median of a list of counts: the spread figure of scripts/instructions_spread.py."""
+    """(max - min) / median of a list of counts: the spread figure of eval/instructions_spread.py."""
     xs = sorted(samples)
     if not xs:
         return float("nan")

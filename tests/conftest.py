@@ -3,7 +3,7 @@
 `db_url` runs a test against SQLite (a fresh file) and against PostgreSQL (a fresh database on the
 server named by $BENCHMARK_TEST_PG_URL, created with a random name and dropped afterwards). Without that
 variable the PostgreSQL half is skipped; start a throwaway server with
-`eval "$(bash scripts/pg_throwaway.sh)"`.
+`eval "$(bash tools/pg_throwaway.sh)"`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _pg_admin_url():
 
     raw = os.environ.get(PG_URL_ENV)
     if not raw:
-        pytest.skip(f'PostgreSQL tests need ${PG_URL_ENV} (eval "$(bash scripts/pg_throwaway.sh)")')
+        pytest.skip(f'PostgreSQL tests need ${PG_URL_ENV} (eval "$(bash tools/pg_throwaway.sh)")')
     url = sa.make_url(raw)
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")

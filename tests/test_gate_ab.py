@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from synthetic import result_from_processes
 
-from benchmark.analysis.compare import compare, compare_processes
+from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
 from benchmark.store import open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+from raw_samples import compare  # noqa: E402  (the old raw-samples test, eval/raw_samples.py)
 
 ALPHA, MIN_EFFECT = 0.01, 0.05
 BETWEEN, WITHIN, ROUNDS = 0.10, 0.01, 30  # between-process spread, within-process spread, rounds

@@ -54,7 +54,7 @@ def test_the_plugin_is_inert_in_sessions_without_the_suite(tmp_path):
     assert "benchmark" not in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists(), "no summary, worker log or history written"
     # The checkout named, its suite directory --ignore'd: not collected, so inert too (no config error).
-    ignore = [f"--ignore={PROJECT / d}" for d in ("benchmark", "tests", "tools", "scripts")]
+    ignore = [f"--ignore={PROJECT / d}" for d in ("benchmark", "tests", "tools", "eval", "benchmarks")]
     proc = pytest_run(tmp_path, str(PROJECT), *ignore, "--collect-only", "--bench-config", "missing.yaml")
     assert proc.returncode == 5 and "no tests collected" in proc.stdout, proc.stdout + proc.stderr
 

@@ -164,10 +164,10 @@ def test_gpu_check_fails_cleanly_without_a_gpu():
 
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU: run scripts/gpu_check.sh itself")
+        pytest.skip("this machine has a GPU: run tools/gpu_check.sh itself")
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run(
-        ["bash", str(root / "scripts" / "gpu_check.sh")],
+        ["bash", str(root / "tools" / "gpu_check.sh")],
         cwd=root,
         capture_output=True,
         text=True,

@@ -1,28 +1,20 @@
-"""A/B comparison of two results of one case: the raw samples of a baseline and of a candidate.
+"""A/B comparison of two runs of one case: the per-process values of a baseline and of a candidate.
 
-Method
-------
-* **Effect**: the ratio of medians, candidate / baseline. Medians, because timing samples are
-  skewed and carry outliers (interrupts, page faults); the ratio, because an effect is relative.
-* **Interval**: a percentile bootstrap of that ratio at confidence ``1 - alpha``, both samples
-  resampled independently (Efron & Tibshirani 1993, ch. 13), vectorised in numpy and seeded so the
-  same inputs always give the same interval.
-* **Significance**: the minimum of the two-sided Mann-Whitney U and Kolmogorov-Smirnov p-values, as
-  Chromium's Pinpoint does (catapult ``pinpoint/models/compare``): Mann-Whitney catches a shift of
-  location, KS a change of shape (a new mode, a longer tail). Pinpoint uses the raw minimum; the
-  minimum of two p-values is not itself a p-value (it is up to twice too small), so here it is
-  Bonferroni-corrected: ``p = min(1, 2 * min(p_mw, p_ks))``.
-* **Verdict**: the interval is read against a region of practical equivalence ``[1/(1+d), 1+d]``
-  with ``d = min_effect`` (equivalence testing, as in Kruschke's ROPE or a TOST): the candidate is
-  *slower* when it is significant and the whole interval lies on the worse side beyond the minimum
-  effect, *faster* likewise on the better side, *same* when the whole interval lies inside the
-  region (a real but negligible difference is "same"), and *inconclusive* when the interval
-  straddles a boundary. asv's ``asv compare`` uses a similar pair: a Mann-Whitney test plus a
-  minimum factor.
-* **More samples**: an interval's half-width shrinks like ``1/sqrt(n)``; for an inconclusive result
-  the number of extra samples per side is the one that would shrink the half-width facing the
-  straddled boundary to the distance between the point estimate and that boundary. It is an
-  estimate, assuming the point estimate stays where it is.
+How two runs of one case are compared (:func:`compare_processes`). The test the gate used before
+worker processes, on raw samples (a bootstrap of the ratio of medians and the minimum of the
+Mann-Whitney and KS p-values, as Chromium's Pinpoint), lives in ``eval/raw_samples.py`` with the
+experiment that showed why it was dropped.
+
+Verdicts
+--------
+The interval is read against a region of practical equivalence ``[1/(1+d), 1+d]`` with
+``d = min_effect`` (equivalence testing, as in Kruschke's ROPE or a TOST): the candidate is
+*slower* when it is significant and the whole interval lies on the worse side beyond the minimum
+effect, *faster* likewise on the better side, *same* when the whole interval lies inside the
+region (a real but negligible difference is "same"), and *inconclusive* when the interval
+straddles a boundary. For an inconclusive result, the number of extra processes per side is the
+one that would shrink the half-width facing the straddled boundary to the distance between the
+point estimate and that boundary: an estimate, assuming the point estimate stays where it is.
 
 "slower" always means worse: for a higher-is-better metric (throughput) a lower candidate is
 slower. ``regressed`` and ``improved`` say the same in neutral words.
@@ -60,7 +52,7 @@ VERDICTS = ("slower", "faster", "same", "inconclusive")
 
 @dataclass(frozen=True)
 class Comparison:
-    """The outcome of :func:`compare`."""
+    """The outcome of :func:`compare_processes`."""
 
     verdict: str
     ratio: float
@@ -75,7 +67,7 @@ class Comparison:
     confidence: float
     higher_is_better: bool = False
     method: str = "samples"
-    """samples (raw samples, :func:`compare`), processes (Welch on per-process values),
+    """samples (raw samples, eval/raw_samples.py), processes (Welch on per-process values),
     history_noise (run values against the history's between-run noise) or none (nothing tested)."""
 
     @property
@@ -100,165 +92,8 @@ def _clean(samples: Sequence[float], name: str) -> np.ndarray:
     return x
 
 
-def bootstrap_ratio_of_medians(
-    baseline: np.ndarray,
-    candidate: np.ndarray,
-    *,
-    n_boot: int = 2000,
-    confidence: float = 0.99,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(candidate) / median(baseline).
-
-    Resamples are drawn as one index matrix per side and reduced with ``np.median(axis=1)``; large
-    samples are processed in row blocks so memory stays bounded (about 8 MB per block).
-    """
-    rng = np.random.default_rng(seed)
-    nb, nc = baseline.size, candidate.size
-    rows = max(1, min(n_boot, 1_000_000 // max(nb, nc, 1)))
-    meds_b = np.empty(n_boot)
-    meds_c = np.empty(n_boot)
-    for start in range(0, n_boot, rows):
-        stop = min(n_boot, start + rows)
-        meds_b[start:stop] = np.median(baseline[rng.integers(0, nb, size=(stop - start, nb))], axis=1)
-        meds_c[start:stop] = np.median(candidate[rng.integers(0, nc, size=(stop - start, nc))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = meds_c / meds_b
-    ratios = ratios[np.isfinite(ratios)]
-    if ratios.size == 0:
-        return (math.nan, math.nan)
-    tail = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
-    return (float(lo), float(hi))
-
-
-def _p_value(baseline: np.ndarray, candidate: np.ndarray) -> float:
-    if np.ptp(np.concatenate([baseline, candidate])) == 0:
-        return 1.0
-    p_mw = sps.mannwhitneyu(baseline, candidate, alternative="two-sided").pvalue
-    p_ks = sps.ks_2samp(baseline, candidate).pvalue
-    return float(min(1.0, 2.0 * min(p_mw, p_ks)))
-
-
 def _pct(r: float) -> str:
     return f"{(r - 1.0) * 100:+.1f}%"
-
-
-def compare(
-    baseline_samples: Sequence[float],
-    candidate_samples: Sequence[float],
-    *,
-    min_effect: float = 0.03,
-    higher_is_better: bool = False,
-    alpha: float = 0.01,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> Comparison:
-    """Compare a candidate's raw samples with a baseline's (see the module docstring).
-
-    ``min_effect`` is relative (0.03 = 3%), ``alpha`` is both the significance level and one minus
-    the confidence of the bootstrap interval.
-    """
-    if min_effect < 0:
-        raise ValueError("min_effect must be >= 0")
-    if not 0 < alpha < 1:
-        raise ValueError("alpha must be in (0, 1)")
-    b = _clean(baseline_samples, "baseline")
-    c = _clean(candidate_samples, "candidate")
-    nb, nc = int(b.size), int(c.size)
-    confidence = 1.0 - alpha
-    common = dict(
-        n_baseline=nb,
-        n_candidate=nc,
-        min_effect=min_effect,
-        confidence=confidence,
-        higher_is_better=higher_is_better,
-    )
-    if nb < 2 or nc < 2:
-        ratio = float(np.median(c) / np.median(b)) if nb and nc and np.median(b) != 0 else math.nan
-        return Comparison(
-            verdict="inconclusive",
-            ratio=ratio,
-            ci_low=math.nan,
-            ci_high=math.nan,
-            p_value=math.nan,
-            more_samples_needed=max(2 - nb, 2 - nc),
-            reason=f"need at least 2 samples per side (baseline {nb}, candidate {nc})",
-            **common,
-        )
-    med_b, med_c = float(np.median(b)), float(np.median(c))
-    if med_b <= 0 or med_c <= 0:
-        return Comparison(
-            verdict="inconclusive",
-            ratio=med_c / med_b if med_b != 0 else math.nan,
-            ci_low=math.nan,
-            ci_high=math.nan,
-            p_value=_p_value(b, c),
-            more_samples_needed=None,
-            reason="medians must be positive to compare as a ratio",
-            **common,
-        )
-    ratio = med_c / med_b
-    lo, hi = bootstrap_ratio_of_medians(b, c, n_boot=n_boot, confidence=confidence, seed=seed)
-    p = _p_value(b, c)
-
-    # Work in "badness" = log ratio oriented so that positive means worse.
-    sign = -1.0 if higher_is_better else 1.0
-    est = sign * math.log(ratio)
-    ends = sorted((sign * math.log(lo), sign * math.log(hi)))
-    bad_lo, bad_hi = ends
-    d = math.log1p(min_effect)
-    interval = f"{confidence:.0%} CI {_pct(lo)}..{_pct(hi)}"
-    effect = f"median {_pct(ratio)} ({interval}), p={p:.2g}"
-    bound = f"{min_effect:.1%} minimum effect"
-
-    more: int | None = None
-    if bad_lo > d and p <= alpha:
-        verdict, reason = "slower", f"worse: {effect}; the whole interval is beyond the {bound}"
-    elif bad_hi < -d and p <= alpha:
-        verdict, reason = "faster", f"better: {effect}; the whole interval is beyond the {bound}"
-    elif -d <= bad_lo and bad_hi <= d:
-        verdict = "same"
-        reason = f"same: {effect}; the whole interval is within the {bound}"
-    else:
-        verdict = "inconclusive"
-        # Which region would the point estimate settle in, and which half-widths must shrink?
-        needs: list[tuple[float, float]] = []  # (half-width, distance to the boundary)
-        if est > d:
-            needs.append((est - bad_lo, est - d))
-        elif est < -d:
-            needs.append((bad_hi - est, -d - est))
-        else:
-            if bad_hi > d:
-                needs.append((bad_hi - est, d - est))
-            if bad_lo < -d:
-                needs.append((est - bad_lo, est + d))
-        if not needs:
-            # The interval is clear of the boundaries but the rank tests are not significant.
-            more = max(nb, nc)
-            reason = (
-                f"inconclusive: {effect}; the interval clears the {bound} but p > {alpha:g}; "
-                f"about {more} more samples per side may settle it"
-            )
-        else:
-            factors = [(h / dist) ** 2 for h, dist in needs if dist > 1e-9]
-            if len(factors) == len(needs):
-                f = max(factors + [1.0])
-                more = max(1, max(math.ceil(n * f) - n for n in (nb, nc)))
-                settle = f"about {more} more samples per side would settle it"
-            else:
-                settle = "the estimate sits on the minimum effect, so more samples will not settle it"
-            reason = f"inconclusive: {effect}; the interval straddles the {bound}; {settle}"
-    return Comparison(
-        verdict=verdict,
-        ratio=ratio,
-        ci_low=lo,
-        ci_high=hi,
-        p_value=p,
-        more_samples_needed=more,
-        reason=reason,
-        **common,
-    )
 
 
 def _side_variance(x: np.ndarray, spread: tuple[float, float] | None) -> tuple[float, float]:

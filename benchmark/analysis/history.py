@@ -1,7 +1,7 @@
 """The online history gate: one value per run, oldest first; at each run, the alert it would
 raise (:func:`simulate_online`, :func:`check_latest`) and the evidence of the newest run
 (:func:`latest_pvalue`). Pure functions of numbers; the method, its parameters and its evaluation
-(``python tools/evaluate_detector.py``) are in docs/detection.md. The window tests are in
+(``python eval/evaluate_detector.py``) are in docs/detection.md. The window tests are in
 :mod:`benchmark.analysis.windows`, the estimators in :mod:`benchmark.analysis.robust`, the offline
 change points in :mod:`benchmark.analysis.segmentation`.
 """

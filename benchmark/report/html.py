@@ -4,7 +4,7 @@
 (:mod:`benchmark.report.jobs`: matplotlib trends only for the series that changed unless
 ``all_plots``) and writes ``index.html`` and ``series/*.html`` (:mod:`benchmark.report.pages`). The
 directory opens from disk: no server, no external resource. Timings on 500 series x 365 runs:
-scripts/bench_report.py.
+benchmarks/bench_report.py.
 """
 
 from __future__ import annotations

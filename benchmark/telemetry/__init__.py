@@ -57,7 +57,7 @@ only and read after it has been joined.
 What remains is the GIL: pynvml calls the driver through ctypes, which releases and retakes the GIL
 around each of the 8 queries of a tick, so a tick costs the measured thread up to ~9 GIL handoffs
 (each a few microseconds on an idle machine, up to a scheduler time slice on an oversubscribed one).
-``scripts/telemetry_overhead.py`` measures it: at the 100 ms default it is within noise; at 10 ms it
+``benchmarks/telemetry_overhead.py`` measures it: at the 100 ms default it is within noise; at 10 ms it
 can exceed 1% on a loaded machine, hence 100 ms as the default.
 
 Errors

@@ -1,17 +1,17 @@
 """Sensitivity of the instructions gate (issue 12): 20 unchanged runs never fail; a ~1% change in the
 work of one op fails that case, on the first run after the change, and no other case.
 
-    python scripts/instructions_sensitivity.py --spread FILE [--target CASE] [--elements N]
+    python eval/instructions_sensitivity.py --spread FILE [--target CASE] [--elements N]
                                                [--neighbours K] [--unchanged 20]
 
-`--spread` is the JSON written by scripts/instructions_spread.py (recorded counts of R real runs
+`--spread` is the JSON written by eval/instructions_spread.py (recorded counts of R real runs
 of every CPU case). Into a fresh SQLite history (system temp dir):
 
 1. `--unchanged` runs replay the recorded runs in turn (run j is recorded run j mod R, its raw
    chunk samples as measured); after each, the gate (benchmark.gate.evaluate with
    configs/gates.yaml) judges it. Reported: how many decisions failed (target: none).
 2. One changed run, measured for real: a worker under callgrind whose entry point
-   (scripts/instructions_inject_worker.py) adds `paddle.abs` on `--elements` float32 elements to
+   (eval/instructions_inject_worker.py) adds `paddle.abs` on `--elements` float32 elements to
    every step of `--target` only (the config, hence the series, unchanged). The target and
    `--neighbours` other cases (the next ones in suite order) are measured by that worker; the
    remaining cases are replayed from recorded run 0 (counts are deterministic; said in the output).
@@ -58,7 +58,7 @@ def store_run(store, results: list[dict]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--spread", required=True, help="JSON of scripts/instructions_spread.py")
+    p.add_argument("--spread", required=True, help="JSON of eval/instructions_spread.py")
     p.add_argument("--target", default=None, help="case (pytest id) whose work changes (default: see --help)")
     p.add_argument("--change", type=float, default=0.012, help="aimed relative change (default 0.012)")
     p.add_argument(
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         measure.control_allocator(True)
         counter = instruction_pass.InstructionPass(
             instructions.find_tooling(),
-            entry=(str(ROOT / "scripts" / "instructions_inject_worker.py"), f"--inject={target}:{elements}"),
+            entry=(str(ROOT / "eval" / "instructions_inject_worker.py"), f"--inject={target}:{elements}"),
         )
         t0 = time.perf_counter()
         real = {}

@@ -1,6 +1,6 @@
 """Spread and cost of instruction counts (issue 12): repeated instruction passes over CPU cases.
 
-    python scripts/instructions_spread.py [--runs 10] [--jobs 2] [--cases SUBSTR ...] [--out FILE]
+    python eval/instructions_spread.py [--runs 10] [--jobs 2] [--cases SUBSTR ...] [--out FILE]
 
 Each run is one instruction pass as `pytest benchmark/ --bench-instructions` makes it: `--workers`
 fresh worker processes under callgrind, each case counted in a child forked from one of them,
@@ -12,7 +12,7 @@ in total. `--jobs` runs passes side by side (counts do not depend on it; wall ti
 shared machine they are inflated anyway: CPU seconds are the better guide).
 
 The JSON written to `--out` (default: the system temp dir) holds every count; it is what
-scripts/instructions_sensitivity.py replays as a history.
+eval/instructions_sensitivity.py replays as a history.
 """
 
 from __future__ import annotations

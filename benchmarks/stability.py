@@ -1,6 +1,6 @@
 """Run-to-run stability of the suite vs plain pytest-benchmark defaults, and per-iteration overhead.
 
-    python scripts/stability.py [--runs 5]
+    python benchmarks/stability.py [--runs 5]
 
 Each repetition runs, back to back in fresh processes: (a) `pytest benchmark/` on `abs` 1000x1000
 forward and the `elementwise_mul` [50,128,1000] x [1,128,1000] forward case, (b) the same two ops

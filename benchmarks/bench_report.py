@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Time the HTML dashboard on a synthetic history: 500 series x 365 runs by default (issue 6).
 
-    .venv/bin/python scripts/bench_report.py                       # build bench_report.sqlite in the temp dir once, then time
-    .venv/bin/python scripts/bench_report.py --fresh --jobs 2      # rebuild the history first
-    .venv/bin/python scripts/bench_report.py --series 50 --runs 60 # a quick, scaled-down run
-    .venv/bin/python scripts/bench_report.py --all-plots           # a matplotlib plot for every series
+    .venv/bin/python benchmarks/bench_report.py                       # build bench_report.sqlite in the temp dir once, then time
+    .venv/bin/python benchmarks/bench_report.py --fresh --jobs 2      # rebuild the history first
+    .venv/bin/python benchmarks/bench_report.py --series 50 --runs 60 # a quick, scaled-down run
+    .venv/bin/python benchmarks/bench_report.py --all-plots           # a matplotlib plot for every series
 
 The history is written through the store API (`begin_run`, `add_results` with one bulk insert per
 run, `finish_run`), each result with --samples raw samples (default 10) drawn around a per-series

@@ -1,6 +1,6 @@
 """Measure `benchmark import-legacy` on PaddlePaddle/benchmark's operator corpus.
 
-    python scripts/legacy_corpus.py CORPUS_DIR [--batch-size 16] [--max-run-bytes 2GiB] [--json OUT] [--keep]
+    python eval/legacy_corpus.py CORPUS_DIR [--batch-size 16] [--max-run-bytes 2GiB] [--json OUT] [--keep]
 
 CORPUS_DIR holds the legacy JSON configs (``api/tests_v2/configs/*.json`` of a checkout or
 snapshot of PaddlePaddle/benchmark, kept outside this repository). For every config it reports:

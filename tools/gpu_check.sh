@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The harness's CUDA path on a GPU machine with PyTorch (CUDA), an NVIDIA driver and no paddle, in one
-# prepared run of at most 8 minutes: one PASS/FAIL/SKIP line per check (scripts/gpu_check.py says
+# prepared run of at most 8 minutes: one PASS/FAIL/SKIP line per check (tools/gpu_check.py says
 # which), then `gpu_check: PASS|FAIL (...)`. Exit 0 only when nothing failed; 1 without a GPU.
 #
-#   bash scripts/gpu_check.sh                      # PYTHON=/path/to/python chooses the interpreter
-#   bash scripts/gpu_check.sh --fetch-wheels [--python-version 3.11]   # on a machine with PyPI access:
-#                                                  # download the wheels the check needs into scripts/wheels/
+#   bash tools/gpu_check.sh                      # PYTHON=/path/to/python chooses the interpreter
+#   bash tools/gpu_check.sh --fetch-wheels [--python-version 3.11]   # on a machine with PyPI access:
+#                                                  # download the wheels the check needs into tools/wheels/
 #
 # The machine needs no network: the harness's other dependencies (pydantic, PyYAML, SQLAlchemy,
 # alembic, scipy, matplotlib, rich, psutil, nvidia-ml-py, pytest-benchmark) are installed from the wheels
-# placed beside this script (scripts/wheels/, or $GPU_CHECK_WHEELS) into a throwaway virtual environment
+# placed beside this script (tools/wheels/, or $GPU_CHECK_WHEELS) into a throwaway virtual environment
 # that sees the system's torch; nothing is installed when they are importable already.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-wheels="${GPU_CHECK_WHEELS:-$root/scripts/wheels}"
+wheels="${GPU_CHECK_WHEELS:-$root/tools/wheels}"
 python="${PYTHON:-python3}"
 deps=(pydantic pyyaml sqlalchemy alembic scipy matplotlib rich psutil nvidia-ml-py pytest pytest-benchmark numpy)
 
@@ -49,4 +49,4 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 fi
 
 # 8 minutes in all; the script itself stays well inside (the suite runs are capped at 150 s each).
-PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec timeout 470 "$python" scripts/gpu_check.py "$@"
+PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec timeout 470 "$python" tools/gpu_check.py "$@"

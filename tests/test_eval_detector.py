@@ -1,4 +1,4 @@
-"""Smoke test of the detector evaluation (tools/evaluate_detector.py, outside the package): one series
+"""Smoke test of the detector evaluation (eval/evaluate_detector.py, outside the package): one series
 per scenario in a real subprocess; the report has every section, every detector's column and one
 row per scenario. The figures of so small a run mean nothing and are not checked."""
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOL = ROOT / "tools" / "evaluate_detector.py"
+TOOL = ROOT / "eval" / "evaluate_detector.py"
 DETECTORS = ["ours", "paddle-5%", "pytest-5%", "asv-step", "bencher-t", "conbench-z5", "otava-ed"]
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Time `benchmark detect` on a long series and measure its peak memory (issue 13).
 
-    python scripts/detect_scale.py                 # 10^5 runs: wall time of `detect --json` (target <= 5 s)
-    python scripts/detect_scale.py --runs 1000000  # 10^6 runs: peak resident memory stays bounded
+    python benchmarks/detect_scale.py                 # 10^5 runs: wall time of `detect --json` (target <= 5 s)
+    python benchmarks/detect_scale.py --runs 1000000  # 10^6 runs: peak resident memory stays bounded
 
 The series is white noise at 1% around 1.0 with a +-10% step every 20 000 runs and a one-run
 +15% spike every 5 000 runs, written to a CSV in the temp dir. The command runs in a fresh

@@ -1,6 +1,6 @@
 """Fault injection: real `pytest benchmark/` processes hit by faults mid-run; prints one table row each.
 
-    python scripts/fault_injection.py [--only sigkill,json,disk_full,pg_stopped]
+    python eval/fault_injection.py [--only sigkill,json,disk_full,pg_stopped]
 
 Scenarios (each on a fresh history, six small `paddle.abs` cases):
 - sigkill:    the suite is SIGKILLed after its second stored result.
@@ -8,7 +8,7 @@ Scenarios (each on a fresh history, six small `paddle.abs` cases):
               cannot be written at the end).
 - disk_full:  the SQLite history lives on a small tmpfs that is filled up mid-run (needs root to
               mount; skipped otherwise).
-- pg_stopped: the PostgreSQL server (scripts/pg_throwaway.sh) is stopped mid-run and started again
+- pg_stopped: the PostgreSQL server (tools/pg_throwaway.sh) is stopped mid-run and started again
               afterwards (skipped without a PostgreSQL server).
 
 For each: results stored before the fault, stored after it (lost = stored before but gone), the
@@ -166,7 +166,7 @@ def disk_full(tmp: Path) -> dict | None:
 
 def pg_stopped(tmp: Path) -> dict:
     started = subprocess.run(
-        ["bash", "scripts/pg_throwaway.sh", "start"], cwd=PROJECT, capture_output=True, text=True
+        ["bash", "tools/pg_throwaway.sh", "start"], cwd=PROJECT, capture_output=True, text=True
     )
     env = dict(re.findall(r"export (\w+)=(\S+)", started.stdout))
     if "BENCHMARK_TEST_PG_URL" not in env:
@@ -196,9 +196,7 @@ def pg_stopped(tmp: Path) -> dict:
 
         return finish("pg_stopped", url, Done, before, run_id)
     finally:
-        subprocess.run(
-            ["bash", "scripts/pg_throwaway.sh", "stop", str(base)], cwd=PROJECT, capture_output=True
-        )
+        subprocess.run(["bash", "tools/pg_throwaway.sh", "stop", str(base)], cwd=PROJECT, capture_output=True)
 
 
 SCENARIOS = {"sigkill": sigkill, "json": json_unwritable, "disk_full": disk_full, "pg_stopped": pg_stopped}

@@ -10,9 +10,9 @@ differences of every case, centred on 0, resampled with replacement) or from a m
 Student t with 4 degrees of freedom scaled to standard deviation S). Case 0 of each job gets
 `--slowdown` added (log(1 + slowdown)); the others are identical.
 
-    python scripts/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000
-    python scripts/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000 --slowdown 0.05
-    python scripts/compare_replay.py --from job0.json --cases 2 --max-pairs 60 --jobs 500 --slowdown 0.05
+    python eval/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000
+    python eval/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000 --slowdown 0.05
+    python eval/compare_replay.py --from job0.json --cases 2 --max-pairs 60 --jobs 500 --slowdown 0.05
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Does a case's instruction count depend on the worker that counted it? (issue 12, a diagnostic)
 
-    python scripts/instructions_workers.py --workers 8 [--jobs 2] [--case feed_abs_fetch-100x100-cpu-static ...]
+    python eval/instructions_workers.py --workers 8 [--jobs 2] [--case feed_abs_fetch-100x100-cpu-static ...]
 
 Starts `--workers` fresh callgrind workers (as `pytest --bench-instructions` does, `--jobs` at a
 time), counts each `--case` once in every one of them, and prints per worker its counts and a

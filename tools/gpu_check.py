@@ -1,6 +1,6 @@
 """The harness's CUDA path on a GPU machine that has PyTorch with CUDA and an NVIDIA driver, no paddle.
 
-One prepared run of at most 8 minutes (scripts/gpu_check.sh starts it, with a hard timeout) that
+One prepared run of at most 8 minutes (tools/gpu_check.sh starts it, with a hard timeout) that
 prints one ``PASS``, ``FAIL`` or ``SKIP`` line per check, then a summary line:
 
   env          torch, CUDA, the device, NVML status

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start a throwaway PostgreSQL cluster on loopback for the store tests, or stop it.
 #
-#   eval "$(bash scripts/pg_throwaway.sh)"      # start; exports BENCHMARK_TEST_PG_URL (+ _PG_DIR)
-#   bash scripts/pg_throwaway.sh stop [DIR]     # stop it and delete its files
+#   eval "$(bash tools/pg_throwaway.sh)"      # start; exports BENCHMARK_TEST_PG_URL (+ _PG_DIR)
+#   bash tools/pg_throwaway.sh stop [DIR]     # stop it and delete its files
 #
 # Uses the newest server found under /usr/lib/postgresql/*/bin (Debian's `postgresql` package) or on
 # PATH. The cluster lives in a fresh temporary directory, listens on 127.0.0.1 on a free port and

@@ -1,6 +1,6 @@
 """Reproducible evaluation of the history detectors on synthetic series.
 
-    python tools/evaluate_detector.py [--quick] [--seed N] [--series N] [--full-table]
+    python eval/evaluate_detector.py [--quick] [--seed N] [--series N] [--full-table]
 
 Every scenario draws its series from a fixed seed; every detector sees the same series, one run at
 a time (each alert may use only the runs up to the one where it fires). The detectors are ours
@@ -132,7 +132,7 @@ def targets(results, scns) -> list[tuple[str, str, bool]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python tools/evaluate_detector.py", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python eval/evaluate_detector.py", description=__doc__.split("\n")[0])
     ap.add_argument(
         "--quick", action="store_true", help="8 null / 20 other series per scenario (a few minutes)"
     )

@@ -1,6 +1,6 @@
 """Does the gate fail unchanged code? N consecutive runs of one suite selection, gated after each.
 
-    python scripts/unchanged_gate.py [--runs 20] [--db URL] [-- PYTEST_ARGS...]
+    python eval/unchanged_gate.py [--runs 20] [--db URL] [-- PYTEST_ARGS...]
 
 Each run is `pytest benchmark/` (default: the default CPU suite, `--bench-place cpu`) in a fresh
 process, writing to one history (default: a fresh SQLite file in the temp dir). After run i it

@@ -1,6 +1,6 @@
 """A test-only worker entry point: `benchmark.runners.worker` with extra work injected into one case.
 
-Used by scripts/instructions_sensitivity.py to change the work of one op without touching its
+Used by eval/instructions_sensitivity.py to change the work of one op without touching its
 config (so the config hash, hence the series, stays the same): with a first argument
 `--inject=CASE:ELEMENTS`, every step of the case whose id (pytest id) is CASE also runs
 `paddle.abs` on a float32 tensor of ELEMENTS elements (a small elementwise op). Every other case

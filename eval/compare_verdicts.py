@@ -9,8 +9,8 @@ busy-waits for `slowdown` times the call's own duration after it. Each job is a 
 compare` subprocess (`--json`); the script prints, per case, how many jobs called it slower,
 faster, same or inconclusive, and the wall time of the jobs.
 
-    python scripts/compare_verdicts.py --jobs 5 --slowdown 0    -k 'abs-1000x1000-fwd or matmul-fwd' --place cpu
-    python scripts/compare_verdicts.py --jobs 5 --slowdown 0.05 -k 'abs-1000x1000-fwd or matmul-fwd' --place cpu
+    python eval/compare_verdicts.py --jobs 5 --slowdown 0    -k 'abs-1000x1000-fwd or matmul-fwd' --place cpu
+    python eval/compare_verdicts.py --jobs 5 --slowdown 0.05 -k 'abs-1000x1000-fwd or matmul-fwd' --place cpu
 
 Targets (issue 11): identical environments, at most 1 slower/faster verdict in all of 50 jobs;
 a 5% slowdown of one operator named (and only it) in >= 90% of 20 jobs of <= 10 minutes each.

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Measure the history store at scale: build a synthetic history, then time the suite's queries.
 
-    .venv/bin/python scripts/bench_store.py --url sqlite:///bench.sqlite --fresh
-    .venv/bin/python scripts/bench_store.py --url "$BENCHMARK_TEST_PG_URL" --fresh
-    .venv/bin/python scripts/bench_store.py --series 100 --runs 100      # a quick, scaled-down run
+    .venv/bin/python benchmarks/bench_store.py --url sqlite:///bench.sqlite --fresh
+    .venv/bin/python benchmarks/bench_store.py --url "$BENCHMARK_TEST_PG_URL" --fresh
+    .venv/bin/python benchmarks/bench_store.py --series 100 --runs 100      # a quick, scaled-down run
 
 The synthetic history is --series series x --runs runs results (default 1,000 x 1,000 = 1,000,000),
 each with --samples raw samples (default 20), built with bulk inserts. Then, on a fresh Store (as a new

@@ -16,7 +16,7 @@ Reported per workload and interval:
   fraction of the interval (an upper bound on the CPU share it can take from the measured thread).
 Target: at most 1%.
 
-    python scripts/telemetry_overhead.py [--intervals 0.1 0.01] [--pairs 24] [--block-s 0.25]
+    python benchmarks/telemetry_overhead.py [--intervals 0.1 0.01] [--pairs 24] [--block-s 0.25]
 
 The fake's `--call-delay-us` models the driver's latency per query. The fake is pure Python and holds
 the GIL while it "waits", so it is a pessimistic model of the real ctypes calls, which release it.

@@ -1,8 +1,8 @@
 """How soon the history gate catches a slowdown, replayed on recorded runs of unchanged code (issue 11).
 
-    python scripts/history_gate_replay.py --db URL [--slowdown 0.05] [--trials 200] [--seed 0]
+    python eval/history_gate_replay.py --db URL [--slowdown 0.05] [--trials 200] [--seed 0]
 
-The history at URL holds N runs of the same code (e.g. the 20 runs `scripts/unchanged_gate.py`
+The history at URL holds N runs of the same code (e.g. the 20 runs `eval/unchanged_gate.py`
 records). Under unchanged code the runs are exchangeable, so each trial draws a random order of
 them, takes the first N-K as the series' history (or `--history H` runs drawn from those N-K
 with replacement, as a longer series) and judges the last K (`--after`, default 2) as the runs

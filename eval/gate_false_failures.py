@@ -11,7 +11,7 @@ spread, 5% or 10%), and its rounds are tight around that level (1%). Per setting
   rounds of a run from one process), rounds taken as independent samples: the share called slower
   (fewer trials: its bootstrap is slow). It does not depend on the processes column.
 
-    python scripts/gate_false_failures.py [--trials 2000] [--seed 0]
+    python eval/gate_false_failures.py [--trials 2000] [--seed 0]
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from raw_samples import compare  # eval/raw_samples.py, beside this script
 
-from benchmark.analysis.compare import compare, compare_processes
+from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.robust import pooled_process_spread
 
 ALPHA, MIN_EFFECT, WITHIN, ROUNDS = 0.01, 0.05, 0.01, 30

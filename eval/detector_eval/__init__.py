@@ -1,0 +1,1 @@
+"""The pieces of eval/evaluate_detector.py: scenarios, detectors, scoring, robustness."""

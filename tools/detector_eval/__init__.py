@@ -1,1 +1,0 @@
-"""The pieces of tools/evaluate_detector.py: scenarios, detectors, scoring, robustness."""
