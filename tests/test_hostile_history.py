@@ -175,8 +175,8 @@ def test_imported_control_characters_and_workflow_commands_stay_escaped_on_their
     for argv in (
         ["runs"],
         ["history", "evil"],
-        ["gate", "--all"],
-        ["report", "--format", "md", "--jobs", "1"],
+        ["gate", "--all", "--run", "2"],  # the imported run ("latest" is the latest suite run)
+        ["report", "--format", "md", "--jobs", "1", "--run", "2"],
     ):
         code, out, err = main(capsys, *argv, "--db", str(history))
         assert code == 0, err

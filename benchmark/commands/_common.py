@@ -162,8 +162,13 @@ def _sqlite_file(url: str) -> Path | None:
 
 def resolve_run(store: Store, text: str | int) -> int:
     """A stored run id from `--run` text: 'latest' or an id that exists."""
-    if text == LATEST:
-        run_id = store.latest_run_id()
+    if text == LATEST:  # the latest run of the suite: compare and bisect sides and imports are not
+        run_id = store.latest_run_id(suite=True)
+        if run_id is None and store.latest_run_id() is not None:
+            raise CommandError(
+                f"the history at {store.display_url} has no suite run, only compare, bisect or imported "
+                "runs: name one with --run ID or --run-group NAME (`benchmark runs` lists them)"
+            )
         if run_id is None:
             raise CommandError(
                 f"the history at {store.display_url} has no runs yet (run `pytest benchmark/` first)"

@@ -83,6 +83,14 @@ def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]
     return run_ids, f"run group {group} (run{'s' if len(run_ids) > 1 else ''} {', '.join(map(str, run_ids))})"
 
 
+def selection_text(selection) -> str:
+    """How a run was narrowed (`-k EXPR`, `-m EXPR`), from its stored `selection`; '' for none."""
+    if not isinstance(selection, dict):
+        return ""
+    flags = {"keyword": "-k", "markexpr": "-m"}
+    return ", ".join(f"{flags[k]} {selection[k]!r}" for k in flags if selection.get(k))
+
+
 @command("gate")
 def cmd_gate(args: argparse.Namespace) -> int:
     from benchmark.gate import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
@@ -104,7 +112,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         statuses = None if args.baseline_any_run else BASELINE_RUN_STATUSES
         judgement = judge(store, run_ids, gates, baseline, baseline_statuses=statuses)
         decisions = judgement.decisions
-        notes = [f"run {r}: {run.note}" for r in run_ids if (run := store.run(r)) and run.note]
+        runs = [run for r in run_ids if (run := store.run(r)) is not None]
+        notes = [f"run {run.id}: {run.note}" for run in runs if run.note]
+        notes += [f"run {run.id} measured a partial selection ({partial}): only its cases are judged"
+                  for run in runs if (partial := selection_text(run.extra.get("selection")))]  # fmt: skip
     ok = judgement.passed
     if args.json:
         doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}

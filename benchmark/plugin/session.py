@@ -158,6 +158,10 @@ class BenchSession:
             else {"processes": 0, "order": "in-process"}
         )
         self.run_info["metadata"] = self.plugin_metadata()
+        # A run narrowed by -k or -m measured part of the suite: the gate says so when it judges it.
+        narrowed = {k: v for k in ("keyword", "markexpr") if (v := self.config.getoption(k, default=""))}
+        if narrowed:
+            self.run_info["selection"] = narrowed
         if self.config.getoption("bench_no_store"):
             if self.config.getoption("bench_gate"):
                 raise pytest.UsageError(

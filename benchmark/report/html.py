@@ -174,7 +174,7 @@ def _judged_status(entries: list[Entry], run: RunRecord | None, rows: list[Row])
 
 def _compare(store, run_id: int | None, baseline: int | None, min_effect: float):
     """(run, A/B rows, results) of the run summarised on the index (default: the latest)."""
-    run_id = store.latest_run_id() if run_id is None else run_id
+    run_id = store.latest_run_id(suite=True) if run_id is None else run_id
     if run_id is None:
         return None, [], []
     run = store.run(run_id)

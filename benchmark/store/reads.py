@@ -62,6 +62,11 @@ DEFAULT_STALE_AFTER_S = 3600.0
 LEASE_FACTOR = 4.0
 
 
+# Runs that are not runs of the suite: the sides of `benchmark compare` and `benchmark bisect`, and
+# imported files. "latest" never means one of them (address them by --run ID or --run-group).
+NOT_SUITE_TRIGGERS = ("compare", "bisect", "import")
+
+
 class StoreReads:
     """The read methods of `Store`."""
 
@@ -82,11 +87,14 @@ class StoreReads:
         except DBAPIError as exc:
             raise StoreError(f"{self.display_url}: read failed: {error_reason(exc, self.url)}") from None
 
-    def latest_run_id(self, run_group: str | None = None) -> int | None:
-        """The most recently started run (of `run_group`, if given), or None."""
+    def latest_run_id(self, run_group: str | None = None, *, suite: bool = False) -> int | None:
+        """The most recently started run (of `run_group`, if given), or None. With `suite`, the
+        latest run of the suite itself: not a `benchmark compare` or `bisect` side, not an import."""
         query = sa.select(RUN.c.id).order_by(RUN.c.started_at.desc(), RUN.c.id.desc()).limit(1)
         if run_group is not None:
             query = query.where(RUN.c.run_group == run_group)
+        if suite:
+            query = query.where(RUN.c.trigger.is_(None) | RUN.c.trigger.notin_(NOT_SUITE_TRIGGERS))
         with self._read() as conn:
             return conn.execute(query).scalar()
 
