@@ -16,7 +16,13 @@ import os
 
 from benchmark.commands._common import add_db, command, open_history, resolve_run
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
-from benchmark.report.text import event_lines, format_decision, revert_lines
+from benchmark.report.text import (
+    event_lines,
+    format_decision,
+    format_decision_brief,
+    revert_lines,
+    skipped_lines,
+)
 from benchmark.text import safe_line
 
 
@@ -125,13 +131,20 @@ def cmd_gate(args: argparse.Namespace) -> int:
         return 0 if ok else 1
     failing = [d for d in decisions if d.failing]
     improved = [d for d in decisions if d.verdict == "improvement"]
-    shown = decisions if args.all else failing + improved
+    skipped = [d for d in decisions if d.verdict == "skipped"]
+    others = [d for d in decisions if not d.failing and d.verdict not in ("improvement", "skipped")]
     counts = {v: sum(d.verdict == v for d in decisions) for v in dict.fromkeys(d.verdict for d in decisions)}
     out = [f"{label} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))]
     out += [f"INCOMPLETE   {line}" for line in problems]  # only with --allow-incomplete
     out += [f"note: {note}" for note in notes]
     out += [f"notice: {judgement.notice}"] if judgement.notice else []
-    out += [format_decision(d) for d in shown]
+    # What fails first, in full; then improvements; with --all the rest in one short line each,
+    # and the skipped ones last, one line per reason.
+    out += [format_decision(d) for d in failing]
+    out += [format_decision_brief(d) for d in improved]
+    if args.all:
+        out += [format_decision_brief(d) for d in others]
+        out += skipped_lines(skipped)
     out += [f"environment: {line}" for line in event_lines(decisions)]
     out += [f"came back: {line}" for line in revert_lines(decisions)]
     out.append(

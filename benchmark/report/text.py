@@ -44,6 +44,25 @@ def format_decision(d: Any) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def format_decision_brief(d: Any) -> str:
+    """A decision in one short line (the gate's rows that do not fail): verdict, series, metric,
+    effect with interval, and what it was compared with; the full reason is in `--json`."""
+    head = f"{str(d.verdict).upper():<12} {series_label(d)} {d.metric}"
+    detail = f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
+    baseline = getattr(d, "baseline", "") or ""
+    # the regime that judged it, briefly: "history: 11 runs (1..11)", "A/B vs run 4", "level: ..."
+    against = f"A/B vs {baseline.split(' (A/B', 1)[0]}" if "(A/B" in baseline else baseline
+    return "  ".join(p for p in (head, detail, against) if p)
+
+
+def skipped_lines(decisions: Iterable[Any]) -> list[str]:
+    """Skipped decisions collapsed, one line per reason: ``SKIPPED      6 series: place gpu: ...``."""
+    by_reason: dict[str, int] = {}
+    for d in decisions:
+        by_reason[d.reason] = by_reason.get(d.reason, 0) + 1
+    return [f"{'SKIPPED':<12} {n} series: {reason}" for reason, n in by_reason.items()]
+
+
 def events_by_change(items: Iterable[T]) -> list[tuple[int | None, str, list[T]]]:
     """The environment changes of the items' histories, oldest run first: (first run under the new
     environment, what changed, the items whose history has it)."""
