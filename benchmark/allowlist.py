@@ -65,7 +65,11 @@ class Allowlist:
             )
         if self.split(field, name):
             return None
-        return f"{name!r} is not on the allowlist ({self._where()}){self._hint(field, name)}: expected {_WHAT[field]}"
+        return (
+            f"{name!r} is not on the allowlist ({self._where()}){self._hint(field, name)}: expected "
+            f"{_WHAT[field]} (to propose one: `python tools/allowlist_candidates.py`, then a pull request "
+            "that changes the allowlist, reviewed by maintainers)"
+        )
 
     def _where(self) -> str:
         try:
@@ -77,7 +81,7 @@ class Allowlist:
         namespace, _, leaf = name.rpartition(".")
         listed = self.entries.get(field, {})
         if leaf.endswith("_") and leaf[:-1] in listed.get(namespace, ()):
-            return f"; in-place variants change the inputs between iterations, use {namespace}.{leaf[:-1]!r}"
+            return f"; in-place variants change the inputs between iterations, use {namespace + '.' + leaf[:-1]!r}"
         if namespace not in listed:
             return f"; namespace {namespace!r} is not allowed (allowed: {', '.join(sorted(listed))})"
         close = difflib.get_close_matches(leaf, sorted(listed[namespace]), n=1, cutoff=0.8)

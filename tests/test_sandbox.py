@@ -189,7 +189,9 @@ def test_crashing_and_in_place_ops_are_refused_by_validate(tmp_path, op):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stdout.splitlines() == [
         f"c.yaml:5: case 'seg': field 'op': {op!r} is not on the allowlist (configs/allowlist.yaml): "
-        "expected an operator of the tensor API (e.g. 'paddle.abs', 'paddle.nn.functional.softmax')"
+        "expected an operator of the tensor API (e.g. 'paddle.abs', 'paddle.nn.functional.softmax') "
+        "(to propose one: `python tools/allowlist_candidates.py`, then a pull request that changes the "
+        "allowlist, reviewed by maintainers)"
     ]
 
 
