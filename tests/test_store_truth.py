@@ -99,7 +99,7 @@ def test_the_gate_refuses_an_interrupted_run_and_never_takes_it_as_baseline(
 
     assert cli("gate", "--db", db_url, "--run", "latest", "--all") == 0
     out = capsys.readouterr().out
-    assert f"baseline: run {first}" in out and f"run {killed}" not in out
+    assert f"A/B vs run {first}" in out and f"run {killed}" not in out
     assert cli("gate", "--db", db_url, "--run", "latest", "--baseline", str(killed)) == 2
     assert "--baseline-any-run" in capsys.readouterr().err
 
