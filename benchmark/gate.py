@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.gate_series import judge_result
 from benchmark.gates import Gates, GateSettings
-from benchmark.metrics import TIME, MetricError, get_metric
-from benchmark.model import FAILING, CaseResult, Evidence, Series, SeriesKey, Verdict
+from benchmark.metrics import TIME, MetricError
+from benchmark.model import CaseResult, Decision, Series, SeriesKey, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)
@@ -24,59 +24,6 @@ BASELINE_RUN_STATUSES = ("complete",)
 
 class GateInputError(Exception):
     """The gate cannot decide (no such run, an incomplete run): exit status 2."""
-
-
-@dataclass
-class Decision:
-    case_id: str
-    name: str
-    place: str
-    mode: str
-    metric: str
-    verdict: Verdict
-    effect: float = math.nan  # relative change of the metric, new/baseline - 1
-    ci_low: float = math.nan  # interval of the effect
-    ci_high: float = math.nan
-    p_value: float = math.nan
-    q_value: float = math.nan
-    evidence: str = ""  # what the evidence says, in words
-    evidence_kind: Evidence = Evidence.NONE  # where it came from
-    baseline: str = ""
-    reason: str = ""
-    change_run_id: int | None = None
-    config_hash: str = ""
-    value: float | None = None  # the new run's value (median of its processes), in the metric's unit
-    baseline_value: float | None = None  # the baseline's value (the level before the change)
-    baseline_run_id: int | None = None  # the run compared with (the latest run of the baseline)
-    unit: str = "s"
-    processes: int = 0  # ok worker processes of the new run's result (0: measured in one process)
-    min_effect: float = math.nan  # the case's minimum effect (configs/gates.yaml)
-    confidence: float = math.nan  # of the effect's interval
-    events: list[tuple[int | None, str]] = field(default_factory=list)
-    """Environment changes in the judged history, oldest first: (the first run under the new
-    environment, what changed: ``"driver 550.54 -> 560.28"``); candidate change points of the
-    detector, and an alert placed at one is attributed to it (``reason``: "after ...")."""
-    reverted_at_run: int | None = None
-    """A recent alert of this series whose level came back (the run that came back), when the
-    new run raised none; ``revert`` says which."""
-    revert: str = ""
-
-    @property
-    def failing(self) -> bool:
-        return self.verdict in FAILING
-
-    @property
-    def series_metric(self) -> str:
-        """The stored metric of the judged series: "time" (gated as time or throughput),
-        "instructions", ... (`benchmark.metrics.Metric.series`)."""
-        return get_metric(self.metric).series
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.case_id, self.place, self.mode, self.series_metric)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "failing": self.failing}
 
 
 @dataclass

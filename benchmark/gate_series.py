@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -21,12 +21,8 @@ from benchmark.analysis.robust import between_run_noise, pooled_process_spread, 
 from benchmark.analysis.standing import level_start, level_test, standing_change
 from benchmark.gates import GateSettings
 from benchmark.metrics import get_metric
-from benchmark.model import CaseResult, Evidence, Series, Verdict
+from benchmark.model import CaseResult, Decision, Evidence, Series, Verdict
 from benchmark.results import bad_timings, process_values
-
-if TYPE_CHECKING:
-    from benchmark.gate import Decision
-
 
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
 # of two runs: a shorter history falls back to an A/B against the previous run.

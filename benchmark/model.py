@@ -13,42 +13,18 @@ is serialized: its hash (`Case.config_hash`), the stored result and the worker p
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchmark.records import ProcessValue, Stats
-
-
-class SeriesKey(NamedTuple):
-    """What makes results one series on one machine: case id, config hash, place, mode and metric
-    (a stored metric of benchmark/metrics.py: "time", "instructions"). A tuple: it compares, hashes
-    and unpacks as one."""
-
-    case_id: str
-    config_hash: str
-    place: str
-    mode: str
-    metric: str = "time"
-
-    @classmethod
-    def of(cls, result: CaseResult | Mapping[str, Any]) -> SeriesKey:
-        """The key of a `CaseResult` (or of its `to_dict()`); metric "time" where it names none."""
-        if isinstance(result, CaseResult):
-            return cls(result.case_id, result.config_hash, result.place, result.mode, result.metric or "time")
-        return cls(
-            result["case_id"],
-            result["config_hash"],
-            result["place"],
-            result["mode"],
-            result.get("metric") or "time",
-        )
-
+from benchmark.metrics import get_metric
+from benchmark.records import ProcessValue, SeriesKey, Stats
 
 NO_KEY = SeriesKey("", "", "", "")  # the key of a series not read from the store (a CSV's)
 
@@ -450,3 +426,56 @@ class Evidence(_StrEnum):
     # of the series' history (a side had fewer than 2 process values)
     DETERMINISTIC = "deterministic"  # instruction counts: the level rule with a noise floor
     NONE = "none"  # nothing was tested (new series, no number, too little evidence)
+
+
+@dataclass
+class Decision:
+    case_id: str
+    name: str
+    place: str
+    mode: str
+    metric: str
+    verdict: Verdict
+    effect: float = math.nan  # relative change of the metric, new/baseline - 1
+    ci_low: float = math.nan  # interval of the effect
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    q_value: float = math.nan
+    evidence: str = ""  # what the evidence says, in words
+    evidence_kind: Evidence = Evidence.NONE  # where it came from
+    baseline: str = ""
+    reason: str = ""
+    change_run_id: int | None = None
+    config_hash: str = ""
+    value: float | None = None  # the new run's value (median of its processes), in the metric's unit
+    baseline_value: float | None = None  # the baseline's value (the level before the change)
+    baseline_run_id: int | None = None  # the run compared with (the latest run of the baseline)
+    unit: str = "s"
+    processes: int = 0  # ok worker processes of the new run's result (0: measured in one process)
+    min_effect: float = math.nan  # the case's minimum effect (configs/gates.yaml)
+    confidence: float = math.nan  # of the effect's interval
+    events: list[tuple[int | None, str]] = field(default_factory=list)
+    """Environment changes in the judged history, oldest first: (the first run under the new
+    environment, what changed: ``"driver 550.54 -> 560.28"``); candidate change points of the
+    detector, and an alert placed at one is attributed to it (``reason``: "after ...")."""
+    reverted_at_run: int | None = None
+    """A recent alert of this series whose level came back (the run that came back), when the
+    new run raised none; ``revert`` says which."""
+    revert: str = ""
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict in FAILING
+
+    @property
+    def series_metric(self) -> str:
+        """The stored metric of the judged series: "time" (gated as time or throughput),
+        "instructions", ... (`benchmark.metrics.Metric.series`)."""
+        return get_metric(self.metric).series
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.case_id, self.place, self.mode, self.series_metric)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "failing": self.failing}

@@ -8,12 +8,35 @@ import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from benchmark.model import SeriesKey
+
+class SeriesKey(NamedTuple):
+    """What makes results one series on one machine: case id, config hash, place, mode and metric
+    (a stored metric of benchmark/metrics.py: "time", "instructions"). A tuple: it compares, hashes
+    and unpacks as one."""
+
+    case_id: str
+    config_hash: str
+    place: str
+    mode: str
+    metric: str = "time"
+
+    @classmethod
+    def of(cls, result: Any) -> SeriesKey:
+        """The key of a `benchmark.model.CaseResult` (or of its `to_dict()`); metric "time" where it
+        names none."""
+        if not isinstance(result, Mapping):
+            return cls(result.case_id, result.config_hash, result.place, result.mode, result.metric or "time")
+        return cls(
+            result["case_id"],
+            result["config_hash"],
+            result["place"],
+            result["mode"],
+            result.get("metric") or "time",
+        )
 
 
 @dataclass(frozen=True)
@@ -192,8 +215,6 @@ class HistoryPoint:
 
     @property
     def key(self) -> SeriesKey:
-        from benchmark.model import SeriesKey
-
         return SeriesKey(self.case_id, self.config_hash, self.place, self.mode, self.metric)
 
     @property

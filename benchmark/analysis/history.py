@@ -15,57 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from benchmark.analysis.robust import Prepared, direction, event_labels, huber, prepare
-from benchmark.analysis.windows import Hit, LevelState, tests_at, window_lengths
-
-
-@dataclass(frozen=True)
-class Params:
-    """Tuning of the online gate; the defaults are the evaluated configuration."""
-
-    alpha: float = 5e-3
-    """Two-sided false-alarm budget per run and direction pair, split over the windows."""
-    max_k: int = 10
-    """Windows of the newest k = 2..max_k runs are tested."""
-    long_windows: tuple[int, ...] = (15, 20)
-    """Longer windows tested as well (slow ramps)."""
-    window: int = 60
-    """At most this many runs of the current level form the baseline."""
-    trim: float = 0.2
-    """The baseline level is the mean of those runs trimmed by this share at each end."""
-    scale_window: int = 120
-    """Runs whose residuals estimate the noise scale and autocorrelation."""
-    scale_stride: int = 4
-    """The noise scale and autocorrelation are re-estimated every this many runs."""
-    min_history: int = 8
-    """No test before this many runs of the series."""
-    min_noise_runs: int = 10
-    """Residuals of at least this many runs must estimate the noise before a window is tested."""
-    min_baseline: int = 3
-    """Runs of the current level needed before a window is tested against it."""
-    clip: float = 1.25
-    """Each run's deviation is clipped (Huber) at ``max(clip * T_k, clip_sigma)`` noise units."""
-    clip_sigma: float = 3.5
-    """...but never below this many noise units (a normal run is never clipped)."""
-    outlier_sigma: float = 3.5
-    """A window's most extreme run this many noise units beyond the median of its other runs is a
-    lone outlier and counts as a baseline run."""
-    suspect_sigma: float = 2.0
-    """A window's most extreme run this many noise units beyond the median of its other runs, which
-    are not significant one by one, is a suspect: the window fires only if the runs after it fire
-    as a window of their own."""
-    persist: float = 0.5
-    """The newest run must deviate by this share of the threshold, in the same direction."""
-    revert_window: int = 5
-    """Runs after an alert during which a return to the old level cancels it."""
-    drift_anchor: int = 10
-    """Runs at the start of a level that anchor the slow-drift test."""
-    max_rho: float = 0.85
-    """Cap on the estimated lag-1 autocorrelation."""
-    rho_prior: float = 0.3
-    rho_prior_runs: float = 10.0
-    """The autocorrelation estimate is shrunk towards ``rho_prior`` with this weight in runs, so a
-    short history is treated as moderately autocorrelated until it shows otherwise."""
-
+from benchmark.analysis.windows import Hit, LevelState, Params, tests_at, window_lengths
 
 DEFAULT_PARAMS = Params()
 

@@ -12,37 +12,15 @@ one line says which package to install and the comparison stays a timing compari
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from benchmark.envcompare.job import SIDES, CaseState, Job
+from benchmark.envcompare.job import SIDES, CaseState, CountOutcome, Job
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark.analysis.deterministic import CountComparison
     from benchmark.model import Case, CaseResult
-
-ERROR, SKIPPED = "error", "skipped"
-
-
-@dataclasses.dataclass
-class CountOutcome:
-    """A case's instruction counts on both sides and the verdict on them."""
-
-    results: dict[str, CaseResult]  # by side: metric "instructions", samples per iteration
-    min_effect: float
-    noise_floor: float
-    check: CountComparison | None = None
-    message: str | None = None  # why there is no check (a side's error or skip)
-    skipped: bool = False
-
-    @property
-    def verdict(self) -> str:
-        if self.check is not None:
-            return self.check.verdict
-        return SKIPPED if self.skipped else ERROR
 
 
 def judge(results: dict[str, CaseResult], min_effect: float, noise_floor: float) -> CountOutcome:

@@ -14,9 +14,9 @@ from benchmark.envcompare.sides import CompareError, Side
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark import measure
+    from benchmark.analysis.deterministic import CountComparison
     from benchmark.analysis.sequential import Decision
-    from benchmark.envcompare.counts import CountOutcome
-    from benchmark.model import Case
+    from benchmark.model import Case, CaseResult
     from benchmark.records import ProcessValue
 
 SIDES = ("A", "B")
@@ -25,6 +25,25 @@ DEFAULT_ALPHA = 0.01  # a job's error budget for slower/faster verdicts, over al
 DEFAULT_MIN_EFFECT = 0.02  # differences below 2% are "same"
 DEFAULT_MAX_PAIRS = 200
 DEFAULT_TRIAL_PROCESSES = 3  # each trial gets the settings of one of 3 suite processes (per_process)
+ERROR, SKIPPED = "error", "skipped"  # the verdicts of a case's counts that are no comparison
+
+
+@dataclasses.dataclass
+class CountOutcome:
+    """A case's instruction counts on both sides and the verdict on them."""
+
+    results: dict[str, CaseResult]  # by side: metric "instructions", samples per iteration
+    min_effect: float
+    noise_floor: float
+    check: CountComparison | None = None
+    message: str | None = None  # why there is no check (a side's error or skip)
+    skipped: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if self.check is not None:
+            return self.check.verdict
+        return SKIPPED if self.skipped else ERROR
 
 
 @dataclasses.dataclass

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
+from benchmark.plugin.defaults import DEFAULT_PROCESSES, QUICK_PROCESSES
 
 if TYPE_CHECKING:
     from benchmark.plugin.session import BenchSession
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 SUITE_FILE = Path(__file__).resolve().parent.parent / "test_cases.py"
-DEFAULT_PROCESSES = 3
-QUICK_PROCESSES = 2  # smoke runs: the fewest processes that still show a between-process spread
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -26,7 +26,7 @@ from benchmark.config import load_paths
 from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
-from benchmark.plugin.hooks import DEFAULT_PROCESSES, QUICK_PROCESSES
+from benchmark.plugin.defaults import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.plugin.selection import as_torch_case, csv, select_cases, shard_cases
 from benchmark.records import Stats
 from benchmark.results import json_safe
