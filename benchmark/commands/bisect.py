@@ -25,7 +25,11 @@ def register(sub) -> None:
         "The harness's code comes from this checkout.",
     )
     p.add_argument(
-        "--pythons", nargs="+", required=True, metavar="PYTHON", help="the builds' interpreters, in order"
+        "--pythons",
+        nargs="+",
+        required=True,
+        metavar="PYTHON",
+        help="the builds' interpreters, oldest first (give CONFIGs before this option)",
     )
     p.add_argument(
         "configs", nargs="*", metavar="CONFIG", help="config files or directories (default: configs/)"
