@@ -65,10 +65,10 @@ def builds(tmp_path: Path, hooked: list[bool]) -> list[str]:
 def test_bisect_names_the_build_that_added_work_with_log2_builds_measured(tmp_path):
     config = tmp_path / "bis.yaml"
     config.write_text(CONFIG)
-    k, n = 3, 6
+    k, n = 4, 6
     pythons = builds(tmp_path, [i >= k for i in range(n)])
-    # build 1 cannot be used: its interpreter does not exist (skipped with one line)
-    pythons[1] = str(tmp_path / "missing" / "bin" / "python")
+    # build 2, the first midpoint, cannot be used: its interpreter does not exist (one line, skipped)
+    pythons[2] = str(tmp_path / "missing" / "bin" / "python")
     out, md = tmp_path / "b.json", tmp_path / "b.md"
     proc = bisect(str(config), "--pythons", *pythons, "--json", str(out), "--markdown", str(md), cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
@@ -82,8 +82,7 @@ def test_bisect_names_the_build_that_added_work_with_log2_builds_measured(tmp_pa
     print(f"builds measured: {doc['measured_order']}, effect {case['effect']:+.4%}")
     assert "first bad" in proc.stdout and "bis_abs-cpu-dynamic" in proc.stdout
     assert "| `bis_abs-cpu-dynamic` | step |" in md.read_text()
-    if 1 in doc["measured_order"]:
-        assert case["skipped"] == [1] and "skipping build" in proc.stderr
+    assert case["skipped"] == [2] and "skipping build" in proc.stderr and "no such interpreter" in proc.stderr
 
 
 def test_a_range_with_no_step_exits_0_after_its_two_ends(tmp_path):
