@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "benchmark.commands.gate",
     "benchmark.commands.scope",
     "benchmark.commands.compare",
+    "benchmark.commands.bisect",
 ]
 
 

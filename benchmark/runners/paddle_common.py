@@ -41,9 +41,17 @@ def paddle():
             # extensions, which the harness never does); it must not open every command's output.
             warnings.filterwarnings("ignore", message="No ccache found", category=UserWarning)
             import paddle as _paddle
-    except ImportError as e:  # pragma: no cover - exercised only without paddle
-        raise RunnerUnavailable(f"paddle is not installed ({e}); install the 'cpu' or 'gpu' extra") from e
+    except ImportError as e:
+        raise RunnerUnavailable(import_failure(e)) from e
     return _paddle
+
+
+def import_failure(e: ImportError) -> str:
+    """Why paddle cannot be used: absent, or installed but failing to import (e.g. a missing
+    `setuptools`, which paddle imports at start-up), with the error that stopped it."""
+    if isinstance(e, ModuleNotFoundError) and e.name == "paddle":
+        return f"paddle is not installed ({e}); install the 'cpu' or 'gpu' extra"
+    return f"paddle is installed but failed to import: {type(e).__name__}: {e}"
 
 
 def cuda_index(place: str) -> int:

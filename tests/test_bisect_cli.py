@@ -1,0 +1,98 @@
+"""`benchmark bisect --pythons` end to end: real venvs (sharing this interpreter's paddle), a .pth
+hook that adds one small op to every paddle.abs call from build k on, counted under callgrind."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from compare_venvs import make_venv, pth_hook
+
+CONFIG = """cases:
+  - name: bis_abs
+    kind: op
+    op: paddle.abs
+    inputs:
+      x: {shape: [100, 100]}
+    places: [cpu]
+    modes: [dynamic]
+"""
+
+EXTRA_OP_HOOK = pth_hook(
+    """def _patch(paddle):
+    original = paddle.abs
+    small = []
+
+    def abs(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if not small:
+            small.append(paddle.ones([16, 16]))
+        paddle.sign(small[0])
+        return out
+
+    paddle.abs = abs
+"""
+)
+
+
+@pytest.fixture(autouse=True)
+def tooling():
+    from benchmark import instructions
+
+    try:
+        return instructions.find_tooling()
+    except instructions.InstructionsUnavailable as e:
+        pytest.skip(str(e))
+
+
+def bisect(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "bisect", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+
+
+def builds(tmp_path: Path, hooked: list[bool]) -> list[str]:
+    return [
+        str(make_venv(tmp_path / f"b{i}", hook=EXTRA_OP_HOOK if h else None)) for i, h in enumerate(hooked)
+    ]
+
+
+def test_bisect_names_the_build_that_added_work_with_log2_builds_measured(tmp_path):
+    config = tmp_path / "bis.yaml"
+    config.write_text(CONFIG)
+    k, n = 4, 6
+    pythons = builds(tmp_path, [i >= k for i in range(n)])
+    # build 2, the first midpoint, cannot be used: its interpreter does not exist (one line, skipped)
+    pythons[2] = str(tmp_path / "missing" / "bin" / "python")
+    out, md = tmp_path / "b.json", tmp_path / "b.md"
+    proc = bisect(str(config), "--pythons", *pythons, "--json", str(out), "--markdown", str(md), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    (case,) = doc["cases"].values()
+    assert case["status"] == "step"
+    assert (case["last_good"], case["first_bad"]) == (k - 1, k)
+    assert case["effect"] > 0.01
+    assert len(doc["measured_order"]) <= math.ceil(math.log2(n)) + 3
+    assert len(set(doc["measured_order"])) == len(doc["measured_order"])
+    print(f"builds measured: {doc['measured_order']}, effect {case['effect']:+.4%}")
+    assert "first bad" in proc.stdout and "bis_abs-cpu-dynamic" in proc.stdout
+    assert "| `bis_abs-cpu-dynamic` | step |" in md.read_text()
+    assert case["skipped"] == [2] and "skipping build" in proc.stderr and "no such interpreter" in proc.stderr
+
+
+def test_a_range_with_no_step_exits_0_after_its_two_ends(tmp_path):
+    config = tmp_path / "bis.yaml"
+    config.write_text(CONFIG)
+    pythons = builds(tmp_path, [False, False, False])
+    out = tmp_path / "b.json"
+    proc = bisect(str(config), "--pythons", *pythons, "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    (case,) = doc["cases"].values()
+    assert case["status"] == "no-step" and doc["measured_order"] == [0, 2]
+    assert abs(case["values"]["2"] / case["values"]["0"] - 1) < 0.01
