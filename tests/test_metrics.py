@@ -14,7 +14,7 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
-from benchmark.gates import GateError, load_gates
+from benchmark.gate.settings import GateError, load_gates
 from benchmark.metrics import BUILTIN, METRICS, TIME, Metric, MetricError, get_metric, register, unregister
 from benchmark.model import CaseResult
 from benchmark.store import open_store
@@ -205,7 +205,7 @@ def test_a_wall_clock_metric_defined_here_goes_through_the_history_judge(tmp_pat
     online detector over its history, in its direction, with its minimum effect."""
     import numpy as np
 
-    from benchmark.gate import evaluate
+    from benchmark.gate.judge import evaluate
     from benchmark.results import process_entry, summarize_processes
 
     metric = register(Metric("idle_s", "s", "idle time per step", higher_is_better=True, min_effect=0.1))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
+from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.model import CaseResult, Series
 from benchmark.parallel import parallel_map
 from benchmark.records import RunRecord
