@@ -8,7 +8,7 @@ import math
 from benchmark.gate.judge import Decision
 from benchmark.model import Evidence, Verdict
 from benchmark.report import markdown, text
-from benchmark.report.compare_runs import Row
+from benchmark.report.run_rows import Row
 
 
 def _decision(**kw) -> Decision:
