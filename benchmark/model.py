@@ -384,7 +384,7 @@ class CaseResult:
         return cls(**fields)
 
 
-# The one verdict vocabulary of the judge (`benchmark.gate`), and where its evidence came from.
+# The one verdict vocabulary of the judge (`benchmark.gate.judge`), and where its evidence came from.
 # Both are str-valued enums: they compare equal to their values ("regression" == Verdict.REGRESSION),
 # print as their values and go into JSON as plain strings, so `benchmark gate --json`, the reports
 # and the pytest gate items read the same words.

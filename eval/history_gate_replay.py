@@ -8,7 +8,7 @@ them, takes the first N-K as the series' history (or `--history H` runs drawn fr
 with replacement, as a longer series) and judges the last K (`--after`, default 2) as the runs
 after a change: one case's results in those runs (raw samples and per-process values) are
 multiplied by (1 + slowdown), as if its operator had slowed down without its config changing. The
-judge is the one `benchmark gate` uses (`benchmark.gate.decide_results`, then Benjamini-Hochberg
+judge is the one `benchmark gate` uses (`benchmark.gate.judge.decide_results`, then Benjamini-Hochberg
 across the run with `control_fdr`), with the settings of configs/gates.yaml (`--gates`). The
 slowed case goes round the recorded time series, one per trial.
 
@@ -43,9 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.analysis.history import Params  # noqa: E402
-from benchmark.gate import control_fdr, decide_results  # noqa: E402
-from benchmark.gate_series import run_value  # noqa: E402
-from benchmark.gates import load_gates  # noqa: E402
+from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
+from benchmark.gate.series import run_value  # noqa: E402
+from benchmark.gate.settings import load_gates  # noqa: E402
 from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
 from benchmark.records import ProcessValue  # noqa: E402
 from benchmark.results import process_values  # noqa: E402

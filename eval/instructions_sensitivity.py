@@ -8,7 +8,7 @@ work of one op fails that case, on the first run after the change, and no other 
 of every CPU case). Into a fresh SQLite history (system temp dir):
 
 1. `--unchanged` runs replay the recorded runs in turn (run j is recorded run j mod R, its raw
-   chunk samples as measured); after each, the gate (benchmark.gate.evaluate with
+   chunk samples as measured); after each, the gate (benchmark.gate.judge.evaluate with
    configs/gates.yaml) judges it. Reported: how many decisions failed (target: none).
 2. One changed run, measured for real: a worker under callgrind whose entry point
    (eval/instructions_inject_worker.py) adds `paddle.abs` on `--elements` float32 elements to
@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmark import instruction_pass, instructions, measure  # noqa: E402
 from benchmark.config import load_paths  # noqa: E402
-from benchmark.gate import evaluate  # noqa: E402
-from benchmark.gates import load_gates  # noqa: E402
+from benchmark.gate.judge import evaluate  # noqa: E402
+from benchmark.gate.settings import load_gates  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 MACHINE = {"fingerprint": "instructions-sensitivity", "hostname": "replay"}

@@ -192,9 +192,9 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
     plot draws the event and the dashboard's change table lists it."""
     import numpy as np
 
-    from benchmark.report.compare_runs import analyse, load_series
     from benchmark.report.htmlkit import Entry
     from benchmark.report.pages import change_table
+    from benchmark.report.run_rows import analyse, load_series
     from benchmark.report.trend import trend_plot
 
     rng = np.random.default_rng(3)

@@ -14,11 +14,11 @@ import pytest
 from synthetic import result_from_processes
 
 from benchmark.cli import main
-from benchmark.gate import nothing_to_compare
-from benchmark.gate_series import MIN_RUNS
+from benchmark.gate.judge import nothing_to_compare
+from benchmark.gate.series import MIN_RUNS
 from benchmark.model import Evidence, Verdict
 from benchmark.report import html as dashboard
-from benchmark.report.compare_runs import JUDGED_STATUS, compare_run, gate_passed, run_notice
+from benchmark.report.run_rows import JUDGED_STATUS, compare_run, gate_passed, run_notice
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "judge-host", "cpu_model": "test", "fingerprint": "judgemachine001"}

@@ -11,8 +11,8 @@ from synthetic import result_from_processes
 
 from benchmark.analysis.history import check_latest
 from benchmark.analysis.robust import process_noise
-from benchmark.gate import evaluate
-from benchmark.gates import load_gates
+from benchmark.gate.judge import evaluate
+from benchmark.gate.settings import load_gates
 from benchmark.model import Evidence, Verdict
 from benchmark.store import open_store
 

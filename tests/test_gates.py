@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.gates import GateError, load_gates
+from benchmark.gate.settings import GateError, load_gates
 
 PROJECT = Path(__file__).resolve().parents[1]
 

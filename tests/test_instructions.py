@@ -20,7 +20,7 @@ import pytest
 
 from benchmark import instruction_pass, instructions
 from benchmark.analysis.deterministic import check_deterministic
-from benchmark.gates import load_gates
+from benchmark.gate.settings import load_gates
 
 PROJECT = Path(__file__).resolve().parents[1]
 # A case whose count is its kernel's (1M elements, ~640k instructions a call); SMALL's is nearly
@@ -304,7 +304,7 @@ def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_r
     """History: the real run, then replays of its recorded results (the count is deterministic)
     through the same store; a run whose instruction count is 1.5% higher fails only the
     instructions series, at once, and an unchanged run passes."""
-    from benchmark.gate import evaluate
+    from benchmark.gate.judge import evaluate
     from benchmark.store import open_store
 
     url, _, _ = counted_runs

@@ -14,7 +14,7 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
-from benchmark.gates import GateError, load_gates
+from benchmark.gate.settings import GateError, load_gates
 from benchmark.metrics import BUILTIN, METRICS, TIME, Metric, MetricError, get_metric, register, unregister
 from benchmark.model import CaseResult
 from benchmark.store import open_store
@@ -130,7 +130,7 @@ def test_a_metric_defined_in_one_place_is_stored_judged_and_reported(peak_rss, t
     assert '<td class="num">1.32e+08 B</td>' in dash.index.read_text(encoding="utf-8")
 
     # the trend plot: the metric's label and unit on the y axis, its name in the title
-    from benchmark.report.compare_runs import load_series
+    from benchmark.report.run_rows import load_series
     from benchmark.report.trend import series_metric, trend_plot
 
     with open_store(url, create=False, readonly=True) as store:
@@ -205,7 +205,7 @@ def test_a_wall_clock_metric_defined_here_goes_through_the_history_judge(tmp_pat
     online detector over its history, in its direction, with its minimum effect."""
     import numpy as np
 
-    from benchmark.gate import evaluate
+    from benchmark.gate.judge import evaluate
     from benchmark.results import process_entry, summarize_processes
 
     metric = register(Metric("idle_s", "s", "idle time per step", higher_is_better=True, min_effect=0.1))

@@ -15,7 +15,7 @@ from synthetic import result_from_samples
 
 from benchmark.model import CaseResult, Series, SeriesKey
 from benchmark.report import jobs, plots, trend
-from benchmark.report.compare_runs import Row, analyse, load_series
+from benchmark.report.run_rows import Row, analyse, load_series
 from benchmark.store import open_store
 
 DAY = 86400.0

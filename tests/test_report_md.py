@@ -16,7 +16,7 @@ from synthetic import result_from_samples
 
 from benchmark.cli import main
 from benchmark.report import markdown
-from benchmark.report.compare_runs import compare_run, counts, gate_passed
+from benchmark.report.run_rows import compare_run, counts, gate_passed
 from benchmark.store import open_store
 
 DAY = 86400.0

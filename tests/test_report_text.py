@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from benchmark.gate import Decision
+from benchmark.gate.judge import Decision
 from benchmark.model import Evidence, Verdict
 from benchmark.report import markdown, text
-from benchmark.report.compare_runs import Row
+from benchmark.report.run_rows import Row
 
 
 def _decision(**kw) -> Decision:

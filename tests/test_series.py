@@ -12,7 +12,7 @@ import numpy as np
 
 from benchmark.commands.detect import read_series
 from benchmark.model import Series, SeriesKey
-from benchmark.report.compare_runs import load_series
+from benchmark.report.run_rows import load_series
 from benchmark.store import open_store
 
 

@@ -78,7 +78,7 @@ def _square(x: int) -> list[int]:
 
 
 def test_parallel_map_keeps_order_in_processes_and_in_process():
-    from benchmark.parallel import parallel_map
+    from benchmark.report.parallel import parallel_map
 
     items = list(range(20))
     expected = [[x * x] for x in items]

@@ -82,8 +82,8 @@ def _expected_errors() -> tuple[type[BaseException], ...]:
     found: list[type[BaseException]] = [CommandError, ValueError, OSError]
     for module, name in (
         ("benchmark.store.engine", "StoreError"),
-        ("benchmark.gates", "GateError"),
-        ("benchmark.gate", "GateInputError"),
+        ("benchmark.gate.settings", "GateError"),
+        ("benchmark.gate.judge", "GateInputError"),
     ):
         cls = getattr(sys.modules.get(module), name, None)
         if isinstance(cls, type) and issubclass(cls, BaseException):

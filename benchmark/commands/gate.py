@@ -83,7 +83,7 @@ def target_runs(store, run: str, run_group: str | None) -> tuple[list[int], str]
             return [run_id], f"run {run_id}"
     run_ids = store.group_runs(group)
     if not run_ids:
-        from benchmark.gate import GateInputError
+        from benchmark.gate.judge import GateInputError
 
         raise GateInputError(f"there are no runs of group {group!r} in {store.display_url}")
     return run_ids, f"run group {group} (run{'s' if len(run_ids) > 1 else ''} {', '.join(map(str, run_ids))})"
@@ -99,8 +99,8 @@ def selection_text(selection) -> str:
 
 @command("gate")
 def cmd_gate(args: argparse.Namespace) -> int:
-    from benchmark.gate import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
-    from benchmark.gates import load_gates
+    from benchmark.gate.judge import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
+    from benchmark.gate.settings import load_gates
 
     gates = load_gates(args.gates)
     with open_history(args.db) as store:

@@ -77,10 +77,10 @@ def _load(args, case_paths: list[str] | None = None):
 
 
 def _gate_problems(files: list[Path]) -> list[str]:
-    """One line per gate settings file that `benchmark.gates.load_gates` refuses."""
+    """One line per gate settings file that `benchmark.gate.settings.load_gates` refuses."""
     if not files:
         return []
-    from benchmark.gates import GateError, load_gates
+    from benchmark.gate.settings import GateError, load_gates
 
     problems = []
     for path in files:

@@ -43,7 +43,7 @@ def judge(results: dict[str, CaseResult], min_effect: float, noise_floor: float)
 def gate_settings(gates_path: str | None) -> Callable[[Case], tuple[float, float]]:
     """Each case's (min_effect, noise_floor) of its instruction series, from `gates_path` (default
     configs/gates.yaml): the `instructions` section and the overrides with `metric: instructions`."""
-    from benchmark.gates import DEFAULT_GATES_PATH, load_gates
+    from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 
     gates = load_gates(gates_path or DEFAULT_GATES_PATH)
 

@@ -130,7 +130,7 @@ def min_effects(req: Request) -> Callable[[Case], float]:
     if req.gates is None:
         value = jobs.DEFAULT_MIN_EFFECT if req.min_effect is None else req.min_effect
         return lambda case: value
-    from benchmark.gates import load_gates, with_min_effect
+    from benchmark.gate.settings import load_gates, with_min_effect
 
     gates = with_min_effect(load_gates(req.gates), req.min_effect)
     return lambda case: gates.for_case(case.case_id, case.name, case.place).min_effect

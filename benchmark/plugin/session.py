@@ -234,8 +234,8 @@ class BenchSession:
         if self.store is None or self.run_id is None:
             return None
         if self.decisions is None:
-            from benchmark.gate import judge
-            from benchmark.gates import DEFAULT_GATES_PATH, load_gates
+            from benchmark.gate.judge import judge
+            from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 
             gates = load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
             self.decisions = {d.key: d for d in judge(self.store, self.run_id, gates).decisions}

@@ -1,6 +1,6 @@
 """Reports of the history: the judge's decisions and the series, as text, Markdown, HTML and plots.
 
-- :mod:`~benchmark.report.compare_runs` -- the decisions of a run as report rows (``compare_run``) and
+- :mod:`~benchmark.report.run_rows` -- the decisions of a run as report rows (``compare_run``) and
   the series' histories with their change points and alerts (``load_series``, ``analyse``);
 - :mod:`~benchmark.report.text` -- decisions in words (``format_decision``), shared by `benchmark gate`,
   the pytest gate items and the Markdown report; :mod:`~benchmark.report.markdown` -- the PR report;

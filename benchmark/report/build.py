@@ -11,9 +11,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from benchmark.model import CaseResult, Series
-from benchmark.parallel import parallel_map
 from benchmark.report import jobs, markdown
-from benchmark.report.compare_runs import (
+from benchmark.report.parallel import parallel_map
+from benchmark.report.run_rows import (
     NOT_IN_RUN,
     Row,
     analyse_one,

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from benchmark.analysis import sequential as seq
-from benchmark.report.compare_runs import Row
+from benchmark.report.run_rows import Row
 from benchmark.units import MISSING, format_seconds
 
 VERDICT_MARK = {

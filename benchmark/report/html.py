@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.gates import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
+from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.model import CaseResult, Series
-from benchmark.parallel import parallel_map
 from benchmark.records import RunRecord
 from benchmark.report import jobs, pages
-from benchmark.report.compare_runs import (
+from benchmark.report.htmlkit import Entry
+from benchmark.report.parallel import parallel_map
+from benchmark.report.run_rows import (
     NOT_IN_RUN,
     STATUS_ORDER,
     Row,
@@ -34,7 +35,6 @@ from benchmark.report.compare_runs import (
     load_series,
     series_min_effect,
 )
-from benchmark.report.htmlkit import Entry
 
 
 @dataclass

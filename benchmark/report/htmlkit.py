@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from benchmark.model import Series
-from benchmark.report.compare_runs import NOT_IN_RUN, SeriesAnalysis
+from benchmark.report.run_rows import NOT_IN_RUN, SeriesAnalysis
 from benchmark.report.text import pct
 from benchmark.text import safe_text
 from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale

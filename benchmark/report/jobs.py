@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmark.model import CaseResult, Series
-from benchmark.parallel import parallel_map
-from benchmark.report.compare_runs import Row, SeriesAnalysis
+from benchmark.report.parallel import parallel_map
+from benchmark.report.run_rows import Row, SeriesAnalysis
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

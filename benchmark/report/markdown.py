@@ -3,7 +3,7 @@
 Text people can copy and search: the counts, the gate verdict, a table of regressions and of
 improvements (case, place, mode, baseline median, new median, effect with its interval, evidence,
 baseline used), what the online history detector says, the inconclusive cases and the errors, and
-where the plots are. The decisions come from :func:`benchmark.report.compare_runs.compare_run`;
+where the plots are. The decisions come from :func:`benchmark.report.run_rows.compare_run`;
 this module only formats them (a pure function of its arguments).
 
 Everything that comes from a user (case ids, messages, commits) is escaped for GitHub-flavoured
@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmark.records import RunRecord
 from benchmark.report import text as words
-from benchmark.report.compare_runs import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
+from benchmark.report.run_rows import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
 from benchmark.text import safe_text
 from benchmark.units import format_value
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from benchmark.records import RunRecord
 from benchmark.report import text as words
-from benchmark.report.compare_runs import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, run_notice
 from benchmark.report.htmlkit import (
     FILTER_JS,
     Entry,
@@ -25,6 +24,7 @@ from benchmark.report.htmlkit import (
     page,
     short_commit,
 )
+from benchmark.report.run_rows import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, run_notice
 from benchmark.report.svg import sparkline_svg, trend_svg
 from benchmark.units import MISSING
 

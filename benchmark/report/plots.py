@@ -26,7 +26,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from benchmark.model import CaseResult  # noqa: E402
-from benchmark.report.compare_runs import Row  # noqa: E402
+from benchmark.report.run_rows import Row  # noqa: E402
 from benchmark.text import safe_text  # noqa: E402
 
 RATE_PREFIXES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))

@@ -14,7 +14,6 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from benchmark.metrics import TIME, get_metric, views_of
 from benchmark.model import Series
-from benchmark.report.compare_runs import IMPROVEMENT, SeriesAnalysis, analyse
 from benchmark.report.plots import (
     IMPROVEMENT_COLOR,
     REGRESSION_COLOR,
@@ -23,6 +22,7 @@ from benchmark.report.plots import (
     short,
     title_of,
 )
+from benchmark.report.run_rows import IMPROVEMENT, SeriesAnalysis, analyse
 from benchmark.units import time_scale
 
 MEDIAN_COLOR, BAND_COLOR, SAMPLE_COLOR = "#1f4e9c", "#8fb3e8", "#6b6b6b"

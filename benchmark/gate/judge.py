@@ -1,7 +1,7 @@
 """The judge: the one decision function behind `benchmark gate`, the `--bench-gate` pytest items,
 the Markdown report and the HTML dashboard (:func:`judge` / :func:`evaluate`), with the per-case
 settings of configs/gates.yaml. Reads the store; each series is decided in
-:mod:`benchmark.gate_series`, then Benjamini-Hochberg across the run. What it decides and how is
+:mod:`benchmark.gate.series`, then Benjamini-Hochberg across the run. What it decides and how is
 in docs/detection.md ("The judge").
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
-from benchmark.gate_series import judge_result
-from benchmark.gates import Gates, GateSettings
+from benchmark.gate.series import judge_result
+from benchmark.gate.settings import Gates, GateSettings
 from benchmark.metrics import TIME, MetricError
 from benchmark.model import CaseResult, Decision, Series, SeriesKey, Verdict
 

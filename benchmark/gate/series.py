@@ -1,4 +1,4 @@
-"""How the judge (:mod:`benchmark.gate`) decides one series: its run values through the online
+"""How the judge (:mod:`benchmark.gate.judge`) decides one series: its run values through the online
 history detector, or an A/B of worker-process values against the previous run or another run, or
 the level rule for a deterministic metric (instruction counts); which one is the metric's
 (`benchmark.metrics.Metric.judge`). The method is in docs/detection.md ("The judge").
@@ -19,7 +19,7 @@ from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.analysis.standing import level_start, level_test, standing_change
-from benchmark.gates import GateSettings
+from benchmark.gate.settings import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Decision, Evidence, Series, Verdict
 from benchmark.results import bad_timings, process_values

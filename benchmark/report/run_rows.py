@@ -21,8 +21,8 @@ import numpy as np
 from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import Alert, simulate_online
 from benchmark.analysis.segmentation import ChangePoint, segment
-from benchmark.gate import Decision, GateInputError, evaluate, nothing_to_compare
-from benchmark.gates import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
+from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_compare
+from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
 from benchmark.metrics import TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
 from benchmark.records import HistoryPoint
@@ -89,7 +89,7 @@ class Row:
     """The stored metric of the row's series: time (gated as time or throughput), instructions
     (--bench-instructions), ... (benchmark/metrics.py)."""
     judged: Verdict = Verdict.PASS
-    """The judge's verdict (benchmark.gate): what the gate, the badge and the reports say."""
+    """The judge's verdict (benchmark.gate.judge): what the gate, the badge and the reports say."""
     evidence_kind: Evidence = Evidence.NONE
     """Where the judge's evidence came from."""
     processes: int = 0
@@ -173,7 +173,7 @@ def compare_run(
     """What the gate decided for every result of `run_id`, as report rows, in the run's order.
 
     `baseline` is a run id (an A/B between two runs) or None: each series' history (see
-    :mod:`benchmark.gate`). The thresholds are configs/gates.yaml's; `min_effect` replaces its
+    :mod:`benchmark.gate.judge`). The thresholds are configs/gates.yaml's; `min_effect` replaces its
     default. Raises LookupError when the run or the baseline run does not exist.
     """
     gates = with_min_effect(gates or load_gates(DEFAULT_GATES_PATH), min_effect)
@@ -212,7 +212,7 @@ def gate_passed(rows: Iterable[Row]) -> bool:
 
 
 def run_notice(rows: Iterable[Row], baseline: int | None = None) -> str | None:
-    """The judge's notice for a run with nothing to compare yet (see benchmark.gate), or None."""
+    """The judge's notice for a run with nothing to compare yet (see benchmark.gate.judge), or None."""
     return nothing_to_compare((r.judged for r in rows), baseline)
 
 
