@@ -13,18 +13,16 @@ import copy
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from suite_process import run_suite
 
 from benchmark import cli
 from benchmark.text import safe_line, safe_lines, safe_text
 
-PROJECT = Path(__file__).resolve().parents[1]
 INJECTED = "evil\n::error title=x::pwned\x1b[2J\r##vso[task.setvariable variable=x]1"
 BRANCH = "main\x1b]0;title\x07\n::warning::branch"
 MATH = r"op.$\undefinedmacro{x}^$-fwd"
@@ -35,18 +33,13 @@ def exported(tmp_path_factory) -> tuple[Path, dict]:
     """(a SQLite history of one real smoke run, that run exported in pytest-benchmark's schema)."""
     where = tmp_path_factory.mktemp("hostile")
     db = where / "history.sqlite"
-    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}",
-           "--bench-json", str(where / "summary.json")]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_suite("--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}",
+              "--bench-json", str(where / "summary.json"))  # fmt: skip
     out = where / "export.json"
     assert (
         cli.main(["export", "--format", "json", "--pytest-benchmark", "--db", str(db), "--out", str(out)])
         == 0
     )
-    with sqlite3.connect(db) as conn:  # one file to copy: the results out of the write-ahead log
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return db, json.loads(out.read_text())
 
 

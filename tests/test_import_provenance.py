@@ -10,13 +10,12 @@ import datetime as dt
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from suite_process import run_suite
 
 from benchmark import cli
 from benchmark.store import open_store
@@ -25,7 +24,6 @@ from benchmark.store.export import export_run
 from benchmark.store.migrate import upgrade
 from benchmark.store.pytest_import import IMPORTED_SUFFIX, kept_apart
 
-PROJECT = Path(__file__).resolve().parents[1]
 FACTOR = 0.01
 TIME_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ld15iqr", "hd15iqr", "total",
               "ci_low", "ci_high", "mad")  # fmt: skip
@@ -62,10 +60,8 @@ def aware(when: dt.datetime) -> dt.datetime:
 
 
 def suite(db: Path, summary: Path) -> None:
-    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}", "--bench-json", str(summary)]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_suite("--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}",
+              "--bench-json", str(summary))  # fmt: skip
 
 
 def gate_json(db: Path, run_id: int, capsys) -> dict:

@@ -4,10 +4,8 @@ nor an imported file (issue 31). Real SQLite, the real CLI."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
+from suite_process import run_suite
 from synthetic import result_from_processes
 
 from benchmark.cli import main
@@ -63,13 +61,8 @@ def test_latest_skips_imports_and_says_so_when_only_they_exist(sqlite_url, machi
 def test_a_partial_selection_says_so_when_it_is_gated(tmp_path, capsys):
     """A real `-k` run of the suite: the gate names its selection."""
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "--bench-tags", "smoke",
-           "--bench-quick", "--bench-place", "cpu", "-k", "abs_smoke and dynamic", "--bench-db", url,
-           "--bench-json", str(tmp_path / "s.json")]  # fmt: skip
-    proc = subprocess.run(
-        cmd, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    run_suite("--bench-tags", "smoke", "--bench-quick", "--bench-place", "cpu", "-k", "abs_smoke and dynamic",
+              "--bench-db", url, "--bench-json", str(tmp_path / "s.json"))  # fmt: skip
     capsys.readouterr()
     assert main(["gate", "--run", "latest", "--db", url]) == 0
     out = capsys.readouterr().out

@@ -7,10 +7,11 @@ shards as one run."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from suite_process import run_suite
 
 from benchmark.store import open_store
 
@@ -19,13 +20,10 @@ GROUP = "nightly-test-group"
 
 
 def shard(job: Path, index: int, history: Path) -> dict:
-    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--bench-tags", "smoke", "--bench-quick", "--bench-shard", f"{index}/2", "--bench-run-group", GROUP,
-           "--bench-trigger", "nightly", "--bench-db", f"sqlite:///{history}",
-           "--bench-json", str(job / "summary.json")]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}  # as the workflow runs it
-    proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # as the workflow runs it: every installed plugin loaded
+    run_suite("--bench-tags", "smoke", "--bench-quick", "--bench-shard", f"{index}/2", "--bench-run-group", GROUP,
+              "--bench-trigger", "nightly", "--bench-db", f"sqlite:///{history}",
+              "--bench-json", str(job / "summary.json"), user_env=True)  # fmt: skip
     return json.loads((job / "summary.json").read_text())
 
 

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from suite_process import run_suite
 
 from benchmark import limits
 from benchmark.config import load_file
-
-PROJECT = Path(__file__).resolve().parents[1]
 
 
 def validate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -239,31 +238,10 @@ cases:
 """
 
 
-def run_suite(tmp: Path, configs: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "benchmark/",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "--bench-config",
-        str(configs),
-        "--bench-place",
-        "cpu",
-        "--bench-quick",
-        "--bench-processes",
-        "1",
-        "--bench-db",
-        url,
-        "--bench-json",
-        str(tmp / "summary.json"),
-        *extra,
-    ]
-    return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=600)
+def suite_on(tmp: Path, configs: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
+    """The suite on `configs`, CPU, short, one process a case; its exit status is the caller's to check."""
+    return run_suite("--bench-config", str(configs), "--bench-place", "cpu", "--bench-quick", "--bench-processes", "1",
+                     "--bench-db", url, "--bench-json", str(tmp / "summary.json"), *extra, check=False)  # fmt: skip
 
 
 def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_path):
@@ -277,14 +255,14 @@ def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_p
     first = tmp_path / "first"
     first.mkdir()
     (first / "ok.yaml").write_text(BOMBS.split("  - name: zeros_bomb")[0])
-    proc = run_suite(tmp_path, first, url)
+    proc = suite_on(tmp_path, first, url)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     bombs = tmp_path / "bombs"
     bombs.mkdir()
     (bombs / "bombs.yaml").write_text(BOMBS)
     max_bytes = 1024**3
-    proc = run_suite(tmp_path, bombs, url, "--bench-max-bytes", str(max_bytes))
+    proc = suite_on(tmp_path, bombs, url, "--bench-max-bytes", str(max_bytes))
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = {r["case_id"]: r for r in json.loads((tmp_path / "summary.json").read_text())["results"]}
     assert {k: r["status"] for k, r in results.items()} == {

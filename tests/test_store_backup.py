@@ -5,7 +5,6 @@ consistent single-file copy, even while another process holds a write transactio
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -15,12 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from suite_process import run_suite
 
 from benchmark import cli
 from benchmark.store import StoreError, open_store
 from benchmark.store.backup import backup_sqlite
-
-PROJECT = Path(__file__).resolve().parents[1]
 
 
 def result_keys(store, run_id):
@@ -43,15 +41,11 @@ def test_a_copy_of_the_main_file_alone_holds_every_result_of_a_suite_run(tmp_pat
     no -shm) to a new directory, and that copy holds the complete run and every result of it."""
     db = tmp_path / "run" / "history.sqlite"
     summary = tmp_path / "run" / "summary.json"
-    cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}",
-           "--bench-json", str(summary)]  # fmt: skip
     # As a user runs it, every installed plugin loaded: with some of them left out (this test
     # session's $PYTEST_ADDOPTS), the interpreter happened to close the connection at exit and hid
     # the WAL left behind.
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_suite("--bench-tags", "smoke", "--bench-quick", "--bench-db", f"sqlite:///{db}",
+              "--bench-json", str(summary), user_env=True)  # fmt: skip
     wal = Path(f"{db}-wal")
     print(f"main file {db.stat().st_size} bytes, -wal {wal.stat().st_size if wal.exists() else 0} bytes")
     expected = json.loads(summary.read_text())["results"]
