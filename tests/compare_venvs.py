@@ -30,6 +30,25 @@ def pth_hook(patch: str) -> str:
     return "import importlib.abc, importlib.util, sys, time\n" + patch + HOOK_IMPORT
 
 
+# One extra small op (a sign of a 16x16 tensor) per paddle.abs call: work that no config shows, for
+# the compare and bisect tests that must find it.
+EXTRA_OP_HOOK = pth_hook(
+    """def _patch(paddle):
+    original = paddle.abs
+    small = []
+
+    def abs(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if not small:
+            small.append(paddle.ones([16, 16]))
+        paddle.sign(small[0])
+        return out
+
+    paddle.abs = abs
+"""
+)
+
+
 def make_venv(path: Path, *, hook: str | None = None) -> Path:
     """A venv that sees exactly this interpreter's packages (paddle included, whether this
     interpreter is itself a venv or not: its site directories are added by a .pth file, not taken

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from compare_venvs import make_venv, pth_hook
+from compare_venvs import EXTRA_OP_HOOK, make_venv
 
 CONFIG = """cases:
   - name: bis_abs
@@ -21,22 +21,6 @@ CONFIG = """cases:
     places: [cpu]
     modes: [dynamic]
 """
-
-EXTRA_OP_HOOK = pth_hook(
-    """def _patch(paddle):
-    original = paddle.abs
-    small = []
-
-    def abs(*args, **kwargs):
-        out = original(*args, **kwargs)
-        if not small:
-            small.append(paddle.ones([16, 16]))
-        paddle.sign(small[0])
-        return out
-
-    paddle.abs = abs
-"""
-)
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import compare_venvs
 import pytest
-from compare_venvs import make_venv, pth_hook
+from compare_venvs import EXTRA_OP_HOOK, make_venv
 
 from benchmark.analysis.deterministic import compare_counts
 
@@ -139,24 +139,6 @@ CONFIG = """cases:
     places: [cpu]
     modes: [dynamic]
 """
-
-# Imported from a .pth file at interpreter start, before paddle is on sys.path: it patches paddle
-# once paddle is imported (an import hook). One extra small op per paddle.abs call.
-EXTRA_OP_HOOK = pth_hook(
-    """def _patch(paddle):
-    original = paddle.abs
-    small = []
-
-    def abs(*args, **kwargs):
-        out = original(*args, **kwargs)
-        if not small:
-            small.append(paddle.ones([16, 16]))
-        paddle.sign(small[0])
-        return out
-
-    paddle.abs = abs
-"""
-)
 
 
 def compare(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
