@@ -67,6 +67,38 @@ def add_run(
     parser.add_argument(flag, default=default, metavar="ID", help=help)
 
 
+def add_case_selection(parser: argparse.ArgumentParser, *, place: str | None = None) -> None:
+    """The case selection of the commands that run cases in other environments (`compare`,
+    `bisect`): config files, `-k`, `--tags` and `--place` (default `place`: all places when None)."""
+    parser.add_argument(
+        "configs",
+        nargs="*",
+        metavar="CONFIG",
+        help="config files or directories (default: the project's configs/)",
+    )
+    parser.add_argument(
+        "-k",
+        dest="keyword",
+        default=None,
+        metavar="EXPR",
+        help="select cases as pytest -k does: substrings of the case id with and/or/not "
+        "(e.g. 'abs and not bwd')",
+    )
+    parser.add_argument(
+        "--tags",
+        default=None,
+        metavar="TAG,...",
+        help="only cases with one of these tags ('all': every case; default: all but 'slow')",
+    )
+    parser.add_argument(
+        "--place",
+        default=place,
+        metavar="PLACE,...",
+        help="only cases on these places (globs, e.g. cpu or 'gpu*'; default: "
+        f"{place or 'all'}; a place this machine lacks is reported as skipped)",
+    )
+
+
 def add_run_group(parser: argparse.ArgumentParser, *, help: str) -> None:
     """`--run-group NAME` (the shards of one nightly; :func:`resolve_runs` turns it into run ids)."""
     parser.add_argument("--run-group", default=None, metavar="NAME", help=help)

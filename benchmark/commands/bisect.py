@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmark.commands._common import command
+from benchmark.commands._common import add_case_selection, command
 
 
 def register(sub) -> None:
@@ -31,14 +31,7 @@ def register(sub) -> None:
         metavar="PYTHON",
         help="the builds' interpreters, oldest first (give CONFIGs before this option)",
     )
-    p.add_argument(
-        "configs", nargs="*", metavar="CONFIG", help="config files or directories (default: configs/)"
-    )
-    p.add_argument("-k", dest="keyword", default=None, metavar="EXPR", help="select cases as pytest -k does")
-    p.add_argument("--tags", default=None, metavar="TAG,...", help="only cases with one of these tags")
-    p.add_argument(
-        "--place", default="cpu", metavar="PLACE,...", help="only cases on these places (default cpu)"
-    )
+    add_case_selection(p, place="cpu")
     p.add_argument("--gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
     p.add_argument(
         "--metric",

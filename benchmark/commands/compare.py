@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from benchmark.commands._common import add_db, command
+from benchmark.commands._common import add_case_selection, add_db, command
 from benchmark.envcompare import job as ec
 from benchmark.envcompare.sides import VENV_NEEDS
 
@@ -51,33 +51,7 @@ def register(sub) -> None:
     p.add_argument(
         "--b", required=True, metavar="PYTHON", help="interpreter of side B, the change (VENV/bin/python)"
     )
-    p.add_argument(
-        "configs",
-        nargs="*",
-        metavar="CONFIG",
-        help="config files or directories (default: the project's configs/)",
-    )
-    p.add_argument(
-        "-k",
-        dest="keyword",
-        default=None,
-        metavar="EXPR",
-        help="select cases as pytest -k does: substrings of the case id with and/or/not "
-        "(e.g. 'abs and not bwd')",
-    )
-    p.add_argument(
-        "--tags",
-        default=None,
-        metavar="TAG,...",
-        help="only cases with one of these tags ('all': every case; default: all but 'slow')",
-    )
-    p.add_argument(
-        "--place",
-        default=None,
-        metavar="PLACE,...",
-        help="only cases on these places (globs, e.g. cpu or 'gpu*'; default: all; a place this "
-        "machine lacks is reported as skipped)",
-    )
+    add_case_selection(p)
     p.add_argument(
         "--budget-min",
         type=float,
