@@ -38,21 +38,24 @@ def series_label(item: Any) -> str:
 def format_decision(d: Any) -> str:
     """One line for a decision: verdict, series, metric, effect with interval, evidence, baseline,
     reason (the parts that are empty are left out)."""
-    head = f"{str(d.verdict).upper():<12} {series_label(d)} {d.metric}"
-    detail = f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
-    parts = [head, detail, d.evidence, f"baseline: {d.baseline}" if d.baseline else "", d.reason]
+    parts = [*_head_and_effect(d), d.evidence, f"baseline: {d.baseline}" if d.baseline else "", d.reason]
     return "  ".join(p for p in parts if p)
+
+
+def _head_and_effect(d: Any) -> tuple[str, str]:
+    """The start of a decision's line: verdict, series and metric; its effect with interval ('' when
+    it has none)."""
+    head = f"{str(d.verdict).upper():<12} {series_label(d)} {d.metric}"
+    return head, f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
 
 
 def format_decision_brief(d: Any) -> str:
     """A decision in one short line (the gate's rows that do not fail): verdict, series, metric,
     effect with interval, and what it was compared with; the full reason is in `--json`."""
-    head = f"{str(d.verdict).upper():<12} {series_label(d)} {d.metric}"
-    detail = f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
     baseline = getattr(d, "baseline", "") or ""
     # the regime that judged it, briefly: "history: 11 runs (1..11)", "A/B vs run 4", "level: ..."
     against = f"A/B vs {baseline.split(' (A/B', 1)[0]}" if "(A/B" in baseline else baseline
-    return "  ".join(p for p in (head, detail, against) if p)
+    return "  ".join(p for p in (*_head_and_effect(d), against) if p)
 
 
 def skipped_lines(decisions: Iterable[Any]) -> list[str]:
