@@ -309,7 +309,7 @@ class CaseResult:
     status: str = "ok"
     message: str | None = None
     # What the samples measure, a metric of benchmark/metrics.py: "time" (seconds per iteration) or
-    # "instructions" (instructions per iteration, from callgrind; benchmark/instructions.py). Part
+    # "instructions" (instructions per iteration, from callgrind; benchmark/instructions/callgrind.py). Part
     # of the series key; `unit` is that metric's unit.
     metric: str = "time"
     unit: str = "s"

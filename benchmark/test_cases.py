@@ -1,7 +1,7 @@
 """One pytest item per expanded YAML case (see benchmark/plugin/hooks.py), and with --bench-gate one
 gate item per case, run after all cases were measured."""
 
-from benchmark.plugin.execution import check_case, report_case, run_case, run_gate
+from benchmark.plugin.running import check_case, report_case, run_case, run_gate
 
 
 def test_case(bench_case, bench_session, request):

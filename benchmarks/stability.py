@@ -44,7 +44,7 @@ PLAIN = textwrap.dedent(
 
 NOOP = textwrap.dedent(
     """
-    from benchmark import measure
+    from benchmark.execution import measure
     from benchmark.runners.base import Prepared
 
     def noop():

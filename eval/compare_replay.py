@@ -1,7 +1,7 @@
 """Replay `benchmark compare`'s sequential verdicts on recorded (or modelled) pair noise: many jobs
 in seconds, to check its error rates where real jobs would take hours.
 
-A job here is what `benchmark.envcompare.job.run_job` does with the statistics: every step adds one
+A job here is what `benchmark.compare.job.run_job` does with the statistics: every step adds one
 pair (log B/A of two process values) to each open case, a case is looked at on the look schedule
 (`benchmark.analysis.sequential`), decided cases stop, and the job ends at `--max-pairs` (the
 number of steps its budget allows; a final look as in the real job). The noise of a pair comes

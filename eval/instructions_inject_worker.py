@@ -5,7 +5,7 @@ config (so the config hash, hence the series, stays the same): with a first argu
 `--inject=CASE:ELEMENTS`, every step of the case whose id (pytest id) is CASE also runs
 `paddle.abs` on a float32 tensor of ELEMENTS elements (a small elementwise op). Every other case
 runs unchanged. (An argument, not an environment variable: the instruction worker's environment
-keeps only the variables that count, see benchmark.instructions.KEEP_ENV.)
+keeps only the variables that count, see benchmark.instructions.callgrind.KEEP_ENV.)
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def heap_digest(path: Path) -> str:
 
 
 def one_worker(tooling, cases, index: int, out_dir: str) -> dict:
-    from benchmark import instruction_pass
+    from benchmark.instructions import counting_pass as instruction_pass
 
     counter = instruction_pass.InstructionPass(tooling, entry=(__file__, "--as-worker", out_dir))
     try:
@@ -113,7 +113,7 @@ def main() -> int:
     p.add_argument("--config", default=str(ROOT / "configs"), help="config path (default configs/)")
     args = p.parse_args()
 
-    from benchmark import instructions
+    from benchmark.instructions import callgrind as instructions
     from benchmark.config import load_paths
 
     wanted = args.case or ["feed_abs_fetch-100x100-cpu-static", "feed_fetch_empty-100x100-cpu-static"]

@@ -25,7 +25,7 @@ CONFIG = """cases:
 
 @pytest.fixture(autouse=True)
 def tooling():
-    from benchmark import instructions
+    from benchmark.instructions import callgrind as instructions
 
     try:
         return instructions.find_tooling()

@@ -73,10 +73,10 @@ def _job_with_counts(tmp_path, counts_by_case):
     """A job of the CONFIG's case with (status, samples) per side as its counts, judged."""
     from benchmark import runners
     from benchmark.config import load_paths
-    from benchmark.envcompare import counts
-    from benchmark.envcompare.job import CaseState, Job
-    from benchmark.envcompare.sides import Side
-    from benchmark.instructions import instruction_result_base
+    from benchmark.compare import counts
+    from benchmark.compare.job import CaseState, Job
+    from benchmark.compare.sides import Side
+    from benchmark.instructions.callgrind import instruction_result_base
 
     path = tmp_path / "cmpi.yaml"
     path.write_text(CONFIG)
@@ -96,8 +96,8 @@ def _job_with_counts(tmp_path, counts_by_case):
 
 
 def test_a_count_error_on_a_side_is_an_error_row_and_exit_2(tmp_path):
-    from benchmark.envcompare import counts
-    from benchmark.envcompare.output import job_dict
+    from benchmark.compare import counts
+    from benchmark.compare.output import job_dict
 
     job = _job_with_counts(tmp_path, {"A": ("ok", [1000.0]), "B": ("error", [])})
     state = job.states[0]
@@ -113,7 +113,7 @@ def test_a_count_error_on_a_side_is_an_error_row_and_exit_2(tmp_path):
 
 
 def test_count_verdicts_set_the_exit_status_with_the_time_verdicts(tmp_path):
-    from benchmark.envcompare import counts
+    from benchmark.compare import counts
 
     slower = _job_with_counts(tmp_path, {"A": ("ok", [999.9, 1000.0, 1000.1]), "B": ("ok", [1030.0])})
     assert slower.count_verdicts() == ["slower"] and slower.exit_code() == 1
@@ -154,7 +154,7 @@ def config(tmp_path) -> Path:
 
 @pytest.fixture
 def tooling():
-    from benchmark import instructions
+    from benchmark.instructions import callgrind as instructions
 
     try:
         return instructions.find_tooling()

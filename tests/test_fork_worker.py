@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from benchmark.config import load_paths
-from benchmark.workers import Worker
+from benchmark.execution.workers import Worker
 
 # A worker entry with one extra task: it counts the requests its process served (a module global)
 # and, when asked, waits (to be killed mid-request).

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import instruction_pass, instructions
+from benchmark.instructions import callgrind as instructions
+from benchmark.instructions import counting_pass as instruction_pass
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.gate.settings import load_gates
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from benchmark import measure
+from benchmark.execution import measure
 from benchmark.analysis.summary import (
     bimodality_coefficient,
     median_ci,

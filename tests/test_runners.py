@@ -285,7 +285,7 @@ def test_device_timer_reads_the_device_clock_on_paddle_3(fresh_probe):
 
 
 def test_events_that_read_zero_turn_device_timing_off(fresh_probe, monkeypatch):
-    from benchmark import measure
+    from benchmark.execution import measure
     from benchmark.runners.base import Prepared
 
     fake = fake_device.FakePaddle("3.3.1")

@@ -290,7 +290,7 @@ def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_p
 def test_worker_runs_under_the_memory_limit_and_the_gpu_flag():
     """The limit is the worker's own (RLIMIT_DATA, soft and hard, read from /proc), set before the
     framework import; the GPU cap is in its environment."""
-    from benchmark.workers import Worker
+    from benchmark.execution.workers import Worker
 
     limit = limits.worker_memory_limit(256 * 1024**2)
     worker = Worker(memory_limit=limit, stderr=subprocess.DEVNULL)
@@ -308,8 +308,8 @@ def test_worker_runs_under_the_memory_limit_and_the_gpu_flag():
 def test_a_trial_over_its_time_limit_is_an_error_naming_the_limit(tmp_path):
     """A real worker on a case that warms up for 30 s, with a 3 s trial limit: killed, one error
     line naming the trial time limit; a fresh worker then measures the next case."""
-    from benchmark import trials
-    from benchmark.workers import Worker
+    from benchmark.execution import trials
+    from benchmark.execution.workers import Worker
 
     path = tmp_path / "slow.yaml"
     path.write_text(

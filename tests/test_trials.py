@@ -17,10 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from benchmark.measure import MeasureSettings
+from benchmark.execution.measure import MeasureSettings
 from benchmark.model import CaseResult
 from benchmark.results import process_entry, summarize_processes
-from benchmark.trials import plan_trials, schedule
+from benchmark.execution.trials import plan_trials, schedule
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -111,8 +111,8 @@ def one_case(tmp_path):
 
 
 def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
-    from benchmark.plugin.casetrials import CaseTrials
-    from benchmark.trials import Trial
+    from benchmark.execution.casetrials import CaseTrials
+    from benchmark.execution.trials import Trial
 
     case = one_case(tmp_path)
     state = CaseTrials(case=case, result=CaseResult.for_case(case))
@@ -124,8 +124,8 @@ def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
 
 
 def test_checks_after_timing_fail_or_err_the_case(tmp_path):
-    from benchmark.plugin.casetrials import CaseTrials
-    from benchmark.trials import Trial
+    from benchmark.execution.casetrials import CaseTrials
+    from benchmark.execution.trials import Trial
 
     case = one_case(tmp_path)
     state = CaseTrials(case=case, result=CaseResult.for_case(case))

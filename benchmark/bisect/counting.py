@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchmark.instructions import Tooling
+    from benchmark.instructions.callgrind import Tooling
     from benchmark.model import Case, CaseResult
 
 
@@ -28,8 +28,8 @@ def count_build(
     """Each case's instructions per iteration (the median of its samples; None: not counted) on
     the build `python`; None when the build cannot be used (said in one line). `results` gets
     each case's CaseResult."""
-    from benchmark.envcompare.sides import CompareError, check_side
-    from benchmark.instruction_pass import InstructionPass
+    from benchmark.compare.sides import CompareError, check_side
+    from benchmark.instructions.counting_pass import InstructionPass
 
     try:
         side = check_side(label, python, root)

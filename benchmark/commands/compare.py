@@ -1,8 +1,8 @@
 """`benchmark compare`: two environments (two paddle builds) measured in one job; exit 0, 1 or 2.
 
-The command parses its options into a `benchmark.envcompare.run.Request` and calls
-`benchmark.envcompare.run.compare`; the job itself (steps, workers, sequential stopping, storing)
-is `benchmark.envcompare`; the statistics are `benchmark.analysis.sequential`; the Markdown and the
+The command parses its options into a `benchmark.compare.run.Request` and calls
+`benchmark.compare.run.compare`; the job itself (steps, workers, sequential stopping, storing)
+is `benchmark.compare`; the statistics are `benchmark.analysis.sequential`; the Markdown and the
 chart are `benchmark.report.comparison`.
 """
 
@@ -12,8 +12,8 @@ import argparse
 import os
 
 from benchmark.commands._common import add_case_selection, add_db, command
-from benchmark.envcompare import job as ec
-from benchmark.envcompare.sides import VENV_NEEDS
+from benchmark.compare import job as ec
+from benchmark.compare.sides import VENV_NEEDS
 
 EPILOG = f"""\
 Each interpreter's environment needs {VENV_NEEDS};
@@ -143,7 +143,7 @@ def register(sub) -> None:
 
 @command("compare")
 def cmd_compare(args: argparse.Namespace) -> int:
-    from benchmark.envcompare.run import Request, compare
+    from benchmark.compare.run import Request, compare
 
     request = Request(
         a=args.a,

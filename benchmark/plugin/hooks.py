@@ -6,7 +6,7 @@ The plugin is loaded by every pytest session of this environment, but it acts on
 that collects the suite's file (benchmark/test_cases.py, named on the command line or under a
 directory that is): elsewhere (`pytest tests/`) its options exist and its hooks do nothing; no
 config is loaded, no store opened, nothing printed. The state of a run is a `BenchSession`
-(benchmark/plugin/session.py); how cases are measured is benchmark/plugin/execution.py; what
+(benchmark/plugin/session.py); how cases are measured is benchmark/plugin/running.py; what
 is printed is benchmark/plugin/terminal.py; pytest-benchmark's own options are honoured or refused
 in benchmark/plugin/compat.py; the hooks other plugins may implement are in
 benchmark/plugin/hookspecs.py. This module imports only the standard library and pytest, so the
@@ -308,7 +308,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = [pytest.param(c, id=c.id, marks=[pytest.mark.gate]) for c in bench.cases]
         metafunc.parametrize("gate_case", params)
         return
-    from benchmark.measure import timer_for
+    from benchmark.execution.measure import timer_for
 
     params = []
     for c in bench.cases:
@@ -349,7 +349,7 @@ def pytest_runtestloop(session: pytest.Session):
     """Before the items run: measure the selected cases in worker processes (interleaved trials)."""
     bench = bench_of(session.config)
     if bench is not None and not session.testsfailed and bench.processes > 0 and not bench.disabled:
-        from benchmark.plugin.execution import measure_in_workers
+        from benchmark.plugin.running import measure_in_workers
 
         measure_in_workers(bench, session.items)
     return (yield)

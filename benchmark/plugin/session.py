@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmark import measure
+from benchmark.execution import measure
 from benchmark.config import load_paths
 from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
@@ -32,7 +32,7 @@ from benchmark.records import Stats
 from benchmark.results import json_safe
 
 if TYPE_CHECKING:
-    from benchmark.instruction_pass import InstructionPass
+    from benchmark.instructions.counting_pass import InstructionPass
     from benchmark.store import Store
 
 JSON_REFRESH_S = 5.0
@@ -246,7 +246,7 @@ class BenchSession:
         instruction counts are not measured (the suite goes on with time only)."""
         if not config.getoption("bench_instructions"):
             return
-        from benchmark import instructions
+        from benchmark.instructions import callgrind as instructions
 
         if not any(instructions.eligible(c) for c in self.cases):
             return
@@ -256,7 +256,7 @@ class BenchSession:
             _say(config, str(e))
             self.run_info["instructions"] = {"measured": False, "reason": str(e)}
             return
-        from benchmark.instruction_pass import InstructionPass, default_jobs
+        from benchmark.instructions.counting_pass import InstructionPass, default_jobs
 
         jobs = config.getoption("bench_instruction_jobs") or default_jobs()
         self.instructions = InstructionPass(
@@ -283,7 +283,7 @@ class BenchSession:
         return len(todo)
 
     def counts_instructions(self, case: Case) -> bool:
-        from benchmark import instructions
+        from benchmark.instructions import callgrind as instructions
 
         return self.instructions is not None and instructions.eligible(case)
 
@@ -292,7 +292,7 @@ class BenchSession:
         counter = self.instructions
         if counter is None or not self.counts_instructions(case):
             return
-        from benchmark import instructions
+        from benchmark.instructions import callgrind as instructions
 
         future = self.instruction_counts.pop(case.id, None)
         if future is not None:  # counted in the background since the trials ended

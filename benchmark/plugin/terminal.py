@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from benchmark import measure
+from benchmark.execution import measure
 from benchmark.metrics import METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
@@ -176,7 +176,7 @@ def _write_metric_table(tr, name: str, results: list) -> None:
         if r.status != "ok":
             tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
             continue
-        from benchmark.instructions import spread
+        from benchmark.instructions.callgrind import spread
 
         tr.write_line(
             f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {m.cell(r.stats.median or 0):>14} "

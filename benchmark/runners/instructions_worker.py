@@ -1,4 +1,4 @@
-"""The `instructions` task of a worker running under callgrind (see benchmark/instructions.py).
+"""The `instructions` task of a worker running under callgrind (see benchmark/instructions/callgrind.py).
 
 The worker was started with `--instr-atstart=no`: nothing is counted until `measure_instructions`
 switches instrumentation on, after the case was prepared and warmed up natively-under-valgrind.
@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from benchmark import runners
-from benchmark.instructions import (
+from benchmark.instructions.callgrind import (
     CHUNK_INSTRUCTIONS,
     chunk_iterations,
     read_dump,

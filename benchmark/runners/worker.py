@@ -1,6 +1,6 @@
 """Worker processes, worker side: `python -m benchmark.runners.worker --records-fd FD [...]`.
 
-Reads one JSON request per line from stdin (`{"task", "case", "params"}`, see benchmark/workers.py),
+Reads one JSON request per line from stdin (`{"task", "case", "params"}`, see benchmark/execution/workers.py),
 prepares the case through `benchmark.runners.prepare` (so framework imports stay in this package),
 runs the task and writes one JSON record per request to the records pipe. The framework is
 imported once, before the `ready` line, so its cost is paid once for every case the worker serves.
@@ -45,7 +45,8 @@ def _time(case, params, options) -> dict[str, Any]:
     trace to `trace` if given). The record's `samples` are host seconds per iteration, one per
     timed round, all from this process; on a device place `device_samples` are device seconds per
     iteration from events around up to 50 further rounds."""
-    from benchmark import measure, runners
+    from benchmark import runners
+    from benchmark.execution import measure
 
     settings = measure.MeasureSettings().override(params.get("settings") or {})
     diagnose = params.get("diagnose") or {}
@@ -102,7 +103,8 @@ def run_checks(case, prepared, diagnose: dict[str, Any], settings) -> dict[str, 
 def _checks(case, params, options) -> dict[str, Any]:
     """The checks after timing, in a worker of their own (no timing here, so they never disturb
     one): prepare the case, run `params["diagnose"]` (see `run_checks`; `settings` as for `time`)."""
-    from benchmark import measure, runners
+    from benchmark import runners
+    from benchmark.execution import measure
 
     settings = measure.MeasureSettings().override(params.get("settings") or {})
     prepared = runners.prepare(case)
@@ -115,7 +117,8 @@ def _checks(case, params, options) -> dict[str, Any]:
 def torch_timing(case, settings) -> dict[str, Any]:
     """Time the case's torch equivalent with the same warmup, calibration and sync: its median
     seconds per iteration (the caller forms the paddle/torch ratio), or why it was skipped."""
-    from benchmark import measure, runners
+    from benchmark import runners
+    from benchmark.execution import measure
     from benchmark.plugin.selection import as_torch_case
 
     ok, reason = runners.framework_available("torch")
@@ -214,7 +217,8 @@ def handle(
     line: str, options: argparse.Namespace, framework: tuple[bool, str | None], control_allocator: bool
 ):
     """The record of one request line (the task's, or an error or skip record of its case)."""
-    from benchmark import measure, runners
+    from benchmark import runners
+    from benchmark.execution import measure
     from benchmark.model import Case
 
     ok, reason = framework

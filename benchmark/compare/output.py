@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmark.envcompare.counts import count_dict, side_count_result
-from benchmark.envcompare.job import SIDES, CaseState, Job
+from benchmark.compare.counts import count_dict, side_count_result
+from benchmark.compare.job import SIDES, CaseState, Job
 from benchmark.units import MISSING, format_percent
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light

@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchmark.envcompare.sides import CompareError, Side
+from benchmark.compare.sides import CompareError, Side
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark import measure
+    from benchmark.execution import measure
     from benchmark.analysis.deterministic import CountComparison
     from benchmark.analysis.sequential import Decision
     from benchmark.model import Case, CaseResult
@@ -113,8 +113,8 @@ class Job:
 
 
 def start_worker(side: Side, output=None):
-    """A fresh worker process of `side` (benchmark.workers.Worker with its interpreter and env)."""
-    from benchmark.workers import Worker
+    """A fresh worker process of `side` (benchmark.execution.workers.Worker with its interpreter and env)."""
+    from benchmark.execution.workers import Worker
 
     return Worker(python=side.python, env=side.env, stderr=output)
 
@@ -138,7 +138,7 @@ def serve_pairs(
     that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
     the step holds. A fresh worker takes over a side whose worker died; every worker started is
     appended to `used`. Returns {side: {case key: record with its "_order"}}."""
-    from benchmark import trials
+    from benchmark.execution import trials
 
     got: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in workers}
     current = dict(workers)
@@ -162,7 +162,7 @@ def serve_pairs(
 def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
     """The `time` request's settings of one trial of `case`: `base` with the case's own `measure`
     overrides, per process as in a suite run of `processes` worker processes."""
-    from benchmark import measure
+    from benchmark.execution import measure
 
     return measure.asdict(base.override(case.measure).per_process(processes))
 

@@ -1,5 +1,5 @@
 """Running the cases: in worker processes before the items run (`measure_in_workers`: trials in
-randomized interleaved rounds, `benchmark.trials`, then the checks after timing in a worker of
+randomized interleaved rounds, `benchmark.execution.trials`, then the checks after timing in a worker of
 their own), or inside each item (`run_case`, --bench-processes 0, through pytest-benchmark's
 fixture); the bodies of the case and gate items (benchmark/test_cases.py).
 """
@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from benchmark import limits, measure
+from benchmark import limits
+from benchmark.execution import measure
 from benchmark.model import Case, CaseResult
-from benchmark.plugin.casetrials import CaseTrials, apply_checks
+from benchmark.execution.casetrials import CaseTrials, apply_checks
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
 
@@ -194,7 +195,7 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
     """The checks after timing of the cases `keys` (measured ok), in one worker of their own
     after all trials, so that a profiler or a torch import never shares a process with a
     timing; then each case is recorded."""
-    from benchmark.workers import Worker
+    from benchmark.execution.workers import Worker
 
     progress.line(f"benchmark: checks after timing (reference, torch, profile) of {len(keys)} case(s)")
     worker = None
@@ -227,10 +228,11 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
 
 def measure_in_workers(bench: BenchSession, items: list) -> None:
     """Measure every selected case in worker processes, in randomized interleaved rounds
-    (`benchmark.trials`), before the items run; each case is recorded (history, JSON) as soon
+    (`benchmark.execution.trials`), before the items run; each case is recorded (history, JSON) as soon
     as its last trial is in, and its item then reports it."""
-    from benchmark import runners, trials
-    from benchmark.workers import Worker
+    from benchmark import runners
+    from benchmark.execution import trials
+    from benchmark.execution.workers import Worker
 
     cases = item_cases(items)
     if bench.processes == 0 or not cases:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from benchmark import measure
+from benchmark.execution import measure
 from benchmark.model import Case, CaseResult
 from benchmark.records import ProcessValue, Stats
 

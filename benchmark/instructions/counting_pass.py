@@ -1,10 +1,10 @@
 """The instruction-count pass: workers under callgrind that count CPU cases (`--bench-instructions`).
 
-Each worker (`benchmark.workers.Worker` running `benchmark.runners.worker --fork-per-request`
+Each worker (`benchmark.execution.workers.Worker` running `benchmark.runners.worker --fork-per-request`
 under `valgrind --tool=callgrind --instr-atstart=no`) imports the framework once; every case is then
 counted in a child forked for it (`benchmark/runners/instructions_worker.py`), so a case's count
 does not depend on the cases counted before it, on the selection, or on which worker served it.
-What is measured and how is in `benchmark.instructions` and the README's instruction-count section.
+What is measured and how is in `benchmark.instructions.callgrind` and the README's instruction-count section.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from benchmark.instructions import (
+from benchmark.instructions.callgrind import (
     CASE_TIMEOUT_S,
     HEAVY_CHUNKS,
     HEAVY_PROBE,
@@ -33,14 +33,14 @@ from benchmark.instructions import (
     worker_env,
 )
 from benchmark.model import CaseResult
-from benchmark.workers import WORKER_MODULE, Worker
+from benchmark.execution.workers import WORKER_MODULE, Worker
 
 
 class _Slot:
     """One worker under callgrind and the directory its dump files go to."""
 
     def __init__(self) -> None:
-        self.worker: Any = None  # a benchmark.workers.Worker once started
+        self.worker: Any = None  # a benchmark.execution.workers.Worker once started
         self.dumps: tempfile.TemporaryDirectory | None = None
 
     def clear_dumps(self) -> None:
@@ -123,7 +123,7 @@ class InstructionPass:
         `benchmark`, e.g. through `environ`'s PYTHONPATH). `environ`: the environment whose kept
         variables the workers get (`instructions.worker_env`; default this process's). `cwd`: the
         workers' working directory (its contents do not reach the count: see WORKER_ENV)."""
-        self.entry = entry  # None: the default worker entry point (see benchmark.workers.Worker)
+        self.entry = entry  # None: the default worker entry point (see benchmark.execution.workers.Worker)
         self.tooling = tooling
         self.allocator_control = allocator_control
         self.timeout_s = timeout_s

@@ -1,7 +1,7 @@
 """Instruction counts: a deterministic metric for CPU cases (`pytest benchmark/ --bench-instructions`).
 
 The parent process stays native. CPU cases are sent to worker processes (`benchmark.runners.worker`,
-started by `benchmark.instruction_pass`) that run under
+started by `benchmark.instructions.counting_pass`) that run under
 
     valgrind --tool=callgrind --instr-atstart=no
 
@@ -93,7 +93,7 @@ WORKER_HASH_SEED = "0"
 CASE_TIMEOUT_S = 900.0
 
 HOOK_SOURCE = r"""
-/* Callgrind client requests for the instruction-count worker (benchmark/instructions.py). */
+/* Callgrind client requests for the instruction-count worker (benchmark/instructions/callgrind.py). */
 #include <valgrind/callgrind.h>
 int bench_running_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
 void bench_start_instrumentation(void) { CALLGRIND_START_INSTRUMENTATION; }
@@ -326,7 +326,7 @@ def worker_env(allocator_control: bool = True, environ: dict[str, str] | None = 
     os.environ), plus what makes counts the same whoever starts the worker: WORKER_ENV, a fixed
     hash seed, thread counts of 1 and the suite's allocator thresholds, each unless already set.
     Not padded yet: see `pad_env`."""
-    from benchmark import measure
+    from benchmark.execution import measure
 
     source = os.environ if environ is None else environ
     kept = {k: v for k, v in source.items() if k in KEEP_ENV or k.startswith(KEEP_ENV_PREFIXES)}
@@ -337,7 +337,7 @@ def worker_env(allocator_control: bool = True, environ: dict[str, str] | None = 
     env = {**WORKER_ENV, **kept}
     env.setdefault("PYTHONHASHSEED", WORKER_HASH_SEED)
     # A worker that wrote bytecode would leave the next one a different import (loading, not
-    # compiling), and so a different heap: see `instruction_pass.precompile_harness`.
+    # compiling), and so a different heap: see `counting_pass.precompile_harness`.
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     for var in measure.THREAD_VARS:
         env.setdefault(var, "1")

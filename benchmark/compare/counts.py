@@ -1,7 +1,7 @@
 """Instruction counts of a comparison (`benchmark compare --instructions`).
 
 After the timing job, each selected CPU case that was timed on both sides is counted once on side A
-and once on side B: instructions per iteration under callgrind (`benchmark.instruction_pass`), in a
+and once on side B: instructions per iteration under callgrind (`benchmark.instructions.counting_pass`), in a
 worker of that side's interpreter and environment (this checkout first on its PYTHONPATH), the two
 sides' passes side by side. A count does not depend on the machine's load, so one count per side
 is enough: the verdict is `benchmark.analysis.deterministic.compare_counts` (B/A of the medians of
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from benchmark.envcompare.job import SIDES, CaseState, CountOutcome, Job
+from benchmark.compare.job import SIDES, CaseState, CountOutcome, Job
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.model import Case, CaseResult
@@ -67,8 +67,8 @@ def count_job(
     each such state's `counts` and `job.instructions`. Without the tooling: `warn` gets one line
     naming the package, and nothing is counted. Ctrl-C (or SIGTERM turned into it) stops the
     counting: the job is then `interrupted`, with the counts finished so far."""
-    from benchmark import instructions
-    from benchmark.instruction_pass import InstructionPass, default_jobs
+    from benchmark.instructions import callgrind as instructions
+    from benchmark.instructions.counting_pass import InstructionPass, default_jobs
 
     todo = [s for s in job.states if instructions.eligible(s.case) and s.error is None and s.skipped is None]
     if not todo:
@@ -119,7 +119,7 @@ def _result(future: Future, case: Case) -> CaseResult:
     try:
         return future.result()
     except Exception as e:  # e.g. OSError starting valgrind: the case errors, the others go on
-        from benchmark.instructions import instruction_result_base
+        from benchmark.instructions.callgrind import instruction_result_base
 
         r = instruction_result_base(case)
         r.status, r.message = "error", f"not counted ({type(e).__name__}: {e})"

@@ -24,7 +24,7 @@ except Exception as e:
     out["error"] = "cannot import paddle (%s: %s)" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
 else:
     try:
-        import benchmark.runners.worker, benchmark.config, benchmark.measure
+        import benchmark.runners.worker, benchmark.config, benchmark.execution.measure
         from benchmark import runners
         out["framework"] = runners.framework_info("paddle")
     except Exception as e:

@@ -101,7 +101,7 @@ def run_trials(
     on_round: Callable[[int, list[Trial]], None] | None = None,
     timeout_s: float | None = None,
 ) -> None:
-    """Run the rounds: a fresh worker (`new_worker()`, a `benchmark.workers.Worker`) per round,
+    """Run the rounds: a fresh worker (`new_worker()`, a `benchmark.execution.workers.Worker`) per round,
     another one whenever the current one died. Each trial sends the `time` task with `params(trial)`;
     its record (with `message` made readable for a dead worker) goes to `on_record(trial, record)`.
     `should_run(trial)` False skips a trial (e.g. its case already failed); `on_start(trial, worker)`

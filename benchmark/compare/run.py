@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmark.envcompare import counts
-from benchmark.envcompare import job as jobs
-from benchmark.envcompare.output import case_line, job_dict, store_job
-from benchmark.envcompare.sides import CompareError, check_sides
+from benchmark.compare import counts
+from benchmark.compare import job as jobs
+from benchmark.compare.output import case_line, job_dict, store_job
+from benchmark.compare.sides import CompareError, check_sides
 
 if TYPE_CHECKING:
     from benchmark.model import Case
@@ -139,7 +139,7 @@ def min_effects(req: Request) -> Callable[[Case], float]:
 def compare(req: Request) -> int:
     """Run the comparison `req` describes; returns the exit status (0: no case slower in B, 1: one
     is, 2: a case could not be measured on a side). Progress goes to stderr, results to stdout."""
-    from benchmark import measure
+    from benchmark.execution import measure
     from benchmark.paths import CHECKOUT_DIR, db_url
     from benchmark.store import open_store
 

@@ -60,7 +60,7 @@ class Worker:
         `python`: the interpreter (default this one; another environment's, e.g. for an A/B of two
         framework builds, must be able to import `benchmark`). `cwd`: the worker's working directory.
         `finalize_env`: called with the worker interpreter's own argument list, returns the
-        environment to start it with (e.g. padded to a fixed size, see benchmark.instructions).
+        environment to start it with (e.g. padded to a fixed size, see benchmark.instructions.callgrind).
         `memory_limit`: bytes the worker may hold (`benchmark.limits.worker_memory_limit`): its
         host data (RLIMIT_DATA, set by the worker on itself before the framework import) and, on
         CUDA places, what each GPU gives it (FLAGS_gpu_memory_limit_mb); None: no limit (the
