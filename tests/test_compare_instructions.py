@@ -91,7 +91,7 @@ def _job_with_counts(tmp_path, counts_by_case):
         r.status, r.samples = status, samples
         r.message = None if status == "ok" else f"the {label} worker died"
         results[label] = r
-    job.states[0].counts = counts.judge(results, 0.01, 0.002)
+    job.states[0].counts = counts.judge_counts(results, 0.01, 0.002)
     return job
 
 

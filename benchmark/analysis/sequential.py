@@ -38,7 +38,7 @@ LOOK_GROWTH = 1.5  # looks at pair counts growing by this factor: 3, 5, 8, 12, 1
 
 
 @dataclass(frozen=True)
-class Decision:
+class SequentialOutcome:
     """The sequential A/B of one case after some pairs.
 
     `ratio`: B/A (exp of the mean log difference; >1: B slower); `ci_low`, `ci_high`: its interval at
@@ -108,7 +108,7 @@ def decide(
     alpha: float,
     cases: int = 1,
     look: int | None = None,
-) -> Decision:
+) -> SequentialOutcome:
     """The verdict for pairs of process values `a[i]`, `b[i]` (seconds per iteration; lower is
     better) at look `look` (default: the look of this many pairs on the schedule) of a job of
     `cases` cases with error budget `alpha`. Fewer than MIN_PAIRS pairs: inconclusive, no interval."""
@@ -119,7 +119,9 @@ def decide(
     delta = math.log1p(min_effect)
     if n < MIN_PAIRS:
         ratio = float(math.exp(d.mean())) if n else math.nan
-        return Decision(INCONCLUSIVE, ratio, math.nan, math.nan, math.nan, n, 0, math.nan, min_effect)
+        return SequentialOutcome(
+            INCONCLUSIVE, ratio, math.nan, math.nan, math.nan, n, 0, math.nan, min_effect
+        )
     k = look if look is not None else max(1, look_number(n))
     a_k = look_alpha(alpha, cases, k)
     mean = float(d.mean())
@@ -136,7 +138,7 @@ def decide(
     else:
         verdict = INCONCLUSIVE
     needed = None if verdict != INCONCLUSIVE else pairs_needed(mean, sd, delta, a_k)
-    return Decision(
+    return SequentialOutcome(
         verdict, math.exp(mean), math.exp(lo), math.exp(hi), 1 - a_k, n, k, sd, min_effect, needed
     )
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--h
     from benchmark.model import Case, CaseResult
 
 
-def judge(results: dict[str, CaseResult], min_effect: float, noise_floor: float) -> CountOutcome:
+def judge_counts(results: dict[str, CaseResult], min_effect: float, noise_floor: float) -> CountOutcome:
     """The outcome of a case's two counts: an error (or skip) on a side, else the verdict."""
     from benchmark.analysis.deterministic import compare_counts
 
@@ -102,7 +102,7 @@ def count_job(
         futures = {label: p.start([s.case for s in todo]) for label, p in passes.items()}
         for i, s in enumerate(todo, 1):
             results = {label: _result(futures[label][s.case.id], s.case) for label in SIDES}
-            s.counts = judge(results, *settings(s.case))
+            s.counts = judge_counts(results, *settings(s.case))
             say(f"compare: instructions {i} of {len(todo)} counted ({s.case.id}: {s.counts.verdict})")
     except KeyboardInterrupt:
         job.interrupted = True

@@ -15,7 +15,7 @@ from benchmark.compare.sides import CompareError, Side
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.execution import measure
     from benchmark.analysis.deterministic import CountComparison
-    from benchmark.analysis.sequential import Decision
+    from benchmark.analysis.sequential import SequentialOutcome
     from benchmark.model import Case, CaseResult
     from benchmark.records import ProcessValue
 
@@ -54,7 +54,7 @@ class CaseState:
     min_effect: float
     entries: dict[str, list[ProcessValue]] = dataclasses.field(default_factory=lambda: {s: [] for s in SIDES})
     pairs: list[tuple[float, float]] = dataclasses.field(default_factory=list)
-    decision: Decision | None = None
+    decision: SequentialOutcome | None = None
     error: str | None = None
     skipped: str | None = None
     counts: CountOutcome | None = None  # with --instructions: both sides' counts and their verdict
