@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmark.config import load_paths  # noqa: E402
 from benchmark.execution import measure  # noqa: E402
 from benchmark.instructions import callgrind as instructions  # noqa: E402
 from benchmark.instructions import counting_pass as instruction_pass  # noqa: E402
-from benchmark.config import load_paths  # noqa: E402
 
 TARGETS = {"op": 0.001, "program": 0.001, "model": 0.005}
 

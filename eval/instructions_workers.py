@@ -113,8 +113,8 @@ def main() -> int:
     p.add_argument("--config", default=str(ROOT / "configs"), help="config path (default configs/)")
     args = p.parse_args()
 
-    from benchmark.instructions import callgrind as instructions
     from benchmark.config import load_paths
+    from benchmark.instructions import callgrind as instructions
 
     wanted = args.case or ["feed_abs_fetch-100x100-cpu-static", "feed_fetch_empty-100x100-cpu-static"]
     cases, issues = load_paths([args.config])

@@ -72,10 +72,10 @@ def test_bad_counts_are_refused():
 def _job_with_counts(tmp_path, counts_by_case):
     """A job of the CONFIG's case with (status, samples) per side as its counts, judged."""
     from benchmark import runners
-    from benchmark.config import load_paths
     from benchmark.compare import counts
     from benchmark.compare.job import CaseState, Job
     from benchmark.compare.sides import Side
+    from benchmark.config import load_paths
     from benchmark.instructions.callgrind import instruction_result_base
 
     path = tmp_path / "cmpi.yaml"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.instructions import callgrind as instructions
-from benchmark.instructions import counting_pass as instruction_pass
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.gate.settings import load_gates
+from benchmark.instructions import callgrind as instructions
+from benchmark.instructions import counting_pass as instruction_pass
 
 PROJECT = Path(__file__).resolve().parents[1]
 # A case whose count is its kernel's (1M elements, ~640k instructions a call); SMALL's is nearly

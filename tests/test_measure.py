@@ -7,7 +7,6 @@ import time
 import numpy as np
 import pytest
 
-from benchmark.execution import measure
 from benchmark.analysis.summary import (
     bimodality_coefficient,
     median_ci,
@@ -15,6 +14,7 @@ from benchmark.analysis.summary import (
     stability_warnings,
     summarize,
 )
+from benchmark.execution import measure
 
 
 def test_plan_sizes_rounds_to_round_time_and_bounds_rounds():

@@ -18,9 +18,9 @@ import psutil
 import pytest
 
 from benchmark.execution.measure import MeasureSettings
+from benchmark.execution.trials import plan_trials, schedule
 from benchmark.model import CaseResult
 from benchmark.results import process_entry, summarize_processes
-from benchmark.execution.trials import plan_trials, schedule
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -46,13 +46,13 @@ def register(sub) -> None:
 
 @command("bisect")
 def run(args: argparse.Namespace) -> int:
-    from benchmark.instructions import callgrind as instructions
     from benchmark.bisect import output
     from benchmark.bisect.counting import count_build
     from benchmark.bisect.search import search_cases
     from benchmark.compare.counts import gate_settings
     from benchmark.compare.run import Request, select_cases
     from benchmark.compare.sides import CompareError
+    from benchmark.instructions import callgrind as instructions
     from benchmark.paths import CHECKOUT_DIR
 
     def say(line: str) -> None:

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from benchmark.compare.sides import CompareError, Side
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark.execution import measure
     from benchmark.analysis.deterministic import CountComparison
     from benchmark.analysis.sequential import SequentialOutcome
+    from benchmark.execution import measure
     from benchmark.model import Case, CaseResult
     from benchmark.records import ProcessValue
 

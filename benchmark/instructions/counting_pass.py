@@ -17,6 +17,7 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from benchmark.execution.workers import WORKER_MODULE, Worker
 from benchmark.instructions.callgrind import (
     CASE_TIMEOUT_S,
     HEAVY_CHUNKS,
@@ -33,7 +34,6 @@ from benchmark.instructions.callgrind import (
     worker_env,
 )
 from benchmark.model import CaseResult
-from benchmark.execution.workers import WORKER_MODULE, Worker
 
 
 class _Slot:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmark.execution import measure
 from benchmark.config import load_paths
+from benchmark.execution import measure
 from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
