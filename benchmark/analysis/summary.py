@@ -133,3 +133,20 @@ def stability_warnings(
     ):
         out.append("bimodal: samples look like two populations (check allocator, frequency or thread state)")
     return out
+
+
+# Warnings that describe a result's samples without making its value unreliable or a setting wrong:
+# the suite counts them in one line at the end (each case's list, `-v` and the record keep them all).
+# By the prefix a warning starts with (before its first ":"), what a case with it does, in words.
+DIAGNOSTICS = {
+    "bimodal": "look bimodal (two populations of rounds)",
+    "outlier": "have an outlying fastest round",
+    "processes disagree": "have worker processes that disagree",
+}
+
+
+def diagnostic_kind(warning: str) -> str | None:
+    """The kind of a diagnostic warning (a key of DIAGNOSTICS), or None for a warning that earns its
+    line: the value is unreliable (unstable, imprecise, too few rounds) or a setting is wrong."""
+    kind = warning.split(":", 1)[0]
+    return kind if kind in DIAGNOSTICS else None

@@ -16,8 +16,8 @@ import pytest
 
 from benchmark import limits
 from benchmark.execution import measure
-from benchmark.model import Case, CaseResult
 from benchmark.execution.casetrials import CaseTrials, apply_checks
+from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
 
@@ -264,9 +264,9 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
         return
     progress.line(
         f"benchmark: {len(todo)} case(s) in worker processes ({counts(p for _, _, p in todo)} "
-        f"each): {total} trials in {len(rounds)} randomized interleaved round(s), seed {bench.seed}; "
-        f"worker output in {bench.json_path.with_name('workers.log')}"
+        f"each): {total} trials in {len(rounds)} randomized interleaved round(s), seed {bench.seed}"
     )
+    progress.line(f"benchmark: worker output in {bench.json_path.with_name('workers.log')}")
     interval = bench.config.getoption("bench_nvml_interval")
 
     def should_run(trial) -> bool:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import fnmatch
 import sys
+import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
+from benchmark.analysis.summary import DIAGNOSTICS, diagnostic_kind
 from benchmark.execution import measure
 from benchmark.metrics import METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
@@ -34,9 +37,13 @@ def counts(values) -> str:
     return "/".join(str(v) for v in distinct)
 
 
+PROGRESS_EVERY_S = 10.0  # off a TTY, a line at most this often within a round
+
+
 class Progress:
     """Progress of the trials on the terminal: one line per round; with -v one line per trial; on
-    a TTY the current trial on a line rewritten in place."""
+    a TTY the current trial on a line rewritten in place, off one (a CI log) a line every
+    PROGRESS_EVERY_S seconds within a round."""
 
     def __init__(self, config: pytest.Config, total: int, rounds: int):
         self.reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -45,10 +52,11 @@ class Progress:
         self.total, self.rounds = total, rounds
         self.count = 0
         self.errors = 0
-        self.round_started = time.monotonic()
+        self.round_started = self.last_line = time.monotonic()
         self.round_trials = 0
 
     def line(self, text: str, **markup) -> None:
+        self.last_line = time.monotonic()
         if self.reporter is None:
             print(text, file=sys.stderr)
             return
@@ -70,6 +78,9 @@ class Progress:
     def done(self, trial, record: dict) -> None:
         self.count += 1
         self.round_trials += 1
+        if not self.tty and not self.verbose and time.monotonic() - self.last_line >= PROGRESS_EVERY_S:
+            self.line(f"benchmark: round {trial.round + 1}/{self.rounds}: {self.count}/{self.total} trials done, "
+                      f"last {trial.case.id}")  # fmt: skip
         ok = record.get("status") == "ok" and record.get("samples")
         if not ok and record.get("status") != "skipped":
             self.errors += 1
@@ -140,14 +151,18 @@ def write_summary(tr, bench: BenchSession) -> None:
         if r.status == "skipped":
             skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
     shown = [r for r in timed if r.status != "skipped"]
+    verbose = bench.config.getoption("verbose") > 0
     if shown:
         tr.section(f"benchmark summary ({METRICS[TIME].label})")
-        tr.write_line(
-            f"{'case':<58} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'95% CI of level':>22} "
-            f"{'n':>5} {'P':>2} {'between':>7}  throughput"
-        )
+        tr.write_line(f"{'case':<{CASE_WIDTH}} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'CI':>7} "
+                      f"{'n':>5} {'P':>2} {'between':>7}")  # fmt: skip
     for r in shown:
-        _write_time_row(tr, r)
+        _write_time_row(tr, r, verbose)
+    if shown:
+        for line in TIME_COLUMNS:
+            tr.write_line(line)
+    for line in diagnostics_lines([r for r in bench.results if r.status != "skipped"]):
+        tr.write_line(line)
     for name in dict.fromkeys(r.metric for r in bench.results if (r.metric or TIME) != TIME):
         _write_metric_table(
             tr, name, [r for r in bench.results if r.metric == name and r.status != "skipped"]
@@ -156,12 +171,19 @@ def write_summary(tr, bench: BenchSession) -> None:
         tr.section("not run on this machine", sep="-")
         for reason, count in skipped.items():
             tr.write_line(f"skipped {count} case(s): {reason}")
-    where = [] if bench.json_error else [str(bench.json_path)]
+    tr.write_line(f"results: {'none written' if bench.json_error else _shown_path(bench.json_path)}")
     if bench.store is not None and bench.run_id is not None:
         group = f", group {bench.run_group}" if bench.run_group else ""
-        where.append(f"history run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
-    tr.write_line(f"results: {', '.join(where) or 'none written'}")
+        tr.write_line(f"history: run {bench.run_id}{group}, {bench.status} ({bench.store.display_url})")
     _write_problems(tr, bench)
+
+
+def _shown_path(path) -> str:
+    """A path as short as it reads: relative to the working directory when it lies under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _write_metric_table(tr, name: str, results: list) -> None:
@@ -171,41 +193,91 @@ def _write_metric_table(tr, name: str, results: list) -> None:
         return
     m = get_metric(name)
     tr.section(f"benchmark summary ({', '.join(p for p in (m.label, m.source) if p)})")
-    tr.write_line(f"{'case':<58} {'place':<6} {'mode':<9} {m.unit:>14} {'spread':>8} {'n':>3}")
+    tr.write_line(f"{'case':<{CASE_WIDTH}} {'place':<6} {'mode':<9} {m.unit:>14} {'spread':>8} {'n':>3}")
     for r in results:
         if r.status != "ok":
-            tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
+            tr.write_line(
+                f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}"
+            )
             continue
         from benchmark.instructions.callgrind import spread
 
         tr.write_line(
-            f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {m.cell(r.stats.median or 0):>14} "
+            f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {m.cell(r.stats.median or 0):>14} "
             f"{spread(r.samples):>8.3%} {len(r.samples):>3}"
         )
 
 
-def _write_time_row(tr, r) -> None:
-    """One result of the time table, with its warnings, error and torch comparison below it."""
+# The time table fits 120 columns: the case column is what the others leave; a longer case id gets
+# a line of its own above its numbers.
+LINE_WIDTH = 120
+CASE_WIDTH = LINE_WIDTH - 63
+TIME_COLUMNS = (
+    "median: time per iteration, median of all rounds · IQR: spread of the rounds (interquartile range)",
+    "CI: 95% interval of the level, ± relative to the median · n: rounds · P: worker processes",
+    "between: spread of the process values (standard deviation of their logs)",
+)
+
+
+def _case_cell(tr, case_id: str) -> str:
+    """The case column of a row; a case id too long for it is written on a line of its own first."""
+    if len(case_id) <= CASE_WIDTH:
+        return f"{case_id:<{CASE_WIDTH}}"
+    tr.write_line(case_id)
+    return " " * CASE_WIDTH
+
+
+def _write_time_row(tr, r, verbose: bool = False) -> None:
+    """One result of the time table, with the warnings that earn their line (diagnostics with -v),
+    its error, throughput and torch comparison below it."""
     s = r.stats
     if r.status != "ok" and not r.samples:
-        tr.write_line(f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}")
+        tr.write_line(
+            f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}"
+        )
         return
-    ci = f"{measure.format_time(s.ci_low)} .. {measure.format_time(s.ci_high)}"
-    thr = f"{r.throughput:,.1f} {r.throughput_unit}" if r.throughput else ""
     tr.write_line(
-        f"{r.case_id:<58} {r.place:<6} {r.mode:<9} {measure.format_time(s.median):>10} "
-        f"{measure.format_time(s.iqr):>9} {ci:>22} {s.rounds:>5} {_between(s)}  {thr}"
+        f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {measure.format_time(s.median):>10} "
+        f"{measure.format_time(s.iqr):>9} {_ci(s):>7} {s.rounds:>5} {_between(s)}"
     )
     for w in r.warnings:
-        tr.write_line(f"    warning: {w}", yellow=True)
+        if diagnostic_kind(w) is None:
+            tr.write_line(f"    warning: {w}", yellow=True)
+        elif verbose:
+            tr.write_line(f"    note: {w}")
     if r.status != "ok":
         tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
+    if r.throughput:
+        tr.write_line(f"    throughput: {r.throughput:,.1f} {r.throughput_unit}")
     torch = r.extra.get("torch") or {}
     if torch.get("paddle_over_torch"):
         tr.write_line(
             f"    vs torch: {measure.format_time(torch['median'])} per iteration, "
             f"paddle/torch = {torch['paddle_over_torch']:.2f}x"
         )
+
+
+def _ci(stats: Stats) -> str:
+    """The CI column: the 95% interval of the level as ± its larger side, relative to the median."""
+    med, low, high = stats.median, stats.ci_low, stats.ci_high
+    if not med or low is None or high is None:
+        return "-"
+    half = max(med - low, high - med) / med
+    return f"±{half:.1%}" if half < 10 else ">±999%"
+
+
+def diagnostics_lines(results) -> list[str]:
+    """The cases with each diagnostic warning (bimodal, ...) counted, in lines of at most LINE_WIDTH."""
+    cases: dict[str, set] = {}
+    for r in results:
+        for w in r.warnings:
+            if (kind := diagnostic_kind(w)) is not None:
+                cases.setdefault(kind, set()).add((r.case_id, r.place, r.mode, r.metric))
+    if not cases:
+        return []
+    parts = [f"{len(c)} case(s) {DIAGNOSTICS[k]}" for k, c in cases.items()]
+    text = f"notes: {'; '.join(parts)}. Not errors; per case with -v, and kept in the record."
+    return textwrap.wrap(text, LINE_WIDTH, subsequent_indent="  ")
 
 
 def _between(stats: Stats) -> str:

@@ -5,7 +5,6 @@ dashboard is :func:`benchmark.report.html.build_dashboard`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -14,12 +13,12 @@ from benchmark.model import CaseResult, Series
 from benchmark.report import jobs, markdown
 from benchmark.report.parallel import parallel_map
 from benchmark.report.run_rows import (
-    NOT_IN_RUN,
     Row,
     analyse_one,
     compare_run,
     default_min_effect,
-    judged_statuses,
+    judged_by_series,
+    judged_run_id,
     load_series,
 )
 
@@ -56,17 +55,22 @@ def plot_history(
     min_effect = default_min_effect()
     analyses = parallel_map(analyse_one, [(s, min_effect) for s in series], workers=workers,
                             description="analysing series")  # fmt: skip
+    # Each title's status and effect are the judge's on the run (default: the latest suite run), as in
+    # `benchmark gate`, the reports and the dashboard.
+    judged_run = run_id if run_id is not None else judged_run_id(store)
+    judged = store.run(judged_run) if judged_run is not None else None
+    if run_id is not None and judged is None:
+        raise LookupError(f"there is no run {run_id} in {store.display_url}")
+    all_rows = compare_run(store, judged.id, baseline, min_effect=min_effect) if judged else []
+    if judged is not None:
+        by_series = judged_by_series(all_rows, judged.machine)
+        analyses = [a.with_judged(by_series.get(s.report_key)) for s, a in zip(series, analyses, strict=True)]
     rows: list[Row] | None = None
     timelines: list[tuple[tuple, CaseResult]] = []
     if run_id is not None:
-        rows = [
-            r
-            for r in compare_run(store, run_id, baseline, min_effect=min_effect)
-            if matches(r.case_id, r.place, patterns, place)
-        ]
-        machine = run.machine if (run := store.run(run_id)) else ""
+        rows = [r for r in all_rows if matches(r.case_id, r.place, patterns, place)]
         timelines = [
-            (jobs.result_key(r, machine), r)
+            (jobs.result_key(r, judged.machine if judged else ""), r)
             for r in store.results(run_id)
             if matches(r.case_id, r.place, patterns, place)
         ]
@@ -109,11 +113,8 @@ def _changed_plots(rows: list[Row], series: list[Series], run_id: int, baseline:
                    min_effect: float, formats: Sequence[str], workers: int | None) -> list[str]:  # fmt: skip
     """The A/B chart of the run and the trend plots of the series that changed; the A/B files."""
     machine = next((s.machine for s in series), "")
-    statuses = judged_statuses(rows, machine)  # the plot's status is the judge's, as in the report
-    trends = [
-        (s, dataclasses.replace(analyse_one((s, min_effect)), status=statuses.get(s.report_key, NOT_IN_RUN)))
-        for s in series
-    ]
+    judged = judged_by_series(rows, machine)  # the plot's status is the judge's, as in the report
+    trends = [(s, analyse_one((s, min_effect)).with_judged(judged.get(s.report_key))) for s in series]
     todo = jobs.build(out, formats=formats, run_id=run_id, rows=rows, baseline=baseline, trends=trends)
     return jobs.files_of(jobs.render_all(todo, workers=workers), jobs.AB)
 

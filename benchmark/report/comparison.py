@@ -78,6 +78,8 @@ def markdown(job) -> str:
         )
     lines += [
         "",
+        f"Intervals: {interval_level(job)}.",
+        "",
         "| verdict | case | place | A | B | B/A | interval | pairs |",
         "|---|---|---|---:|---:|---:|---|---:|",
     ]
@@ -86,12 +88,12 @@ def markdown(job) -> str:
         values = {k: [e.value for e in s.entries[k] if e.status == "ok"] for k in ("A", "B")}
         med = {k: _median(v) for k, v in values.items()}
         ok = d is not None and math.isfinite(d.ci_low)
-        interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}] at {d.confidence:.2%}" if ok else MISSING
+        interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}]" if ok else MISSING
         note = ""
         if s.error or s.skipped:
             note = f" ({_cell(s.error or s.skipped)[:200]})"
-        elif d is not None and d.verdict == seq.INCONCLUSIVE and d.pairs_needed:
-            note = f" (needs ~{d.pairs_needed} pairs)"
+        elif d is not None and d.verdict == seq.INCONCLUSIVE and ok:
+            note = f" ({_cell(inconclusive_words(d))})"
         lines.append(
             "| {v} | `{case}`{note} | {place} {mode} | {a} | {b} | {r} | {i} | {n} |".format(
                 v=VERDICT_MARK.get(s.verdict, s.verdict),
@@ -141,9 +143,31 @@ def chart(job):
 
     a, b = job.sides["A"], job.sides["B"]
     title = f"B/A: paddle {b.paddle_version} (B) against {a.paddle_version} (A), {job.steps} steps"
-    fig = ab_chart(rows(job), title=title)
-    fig.axes[0].set_xlabel("change of B against A (per-process values, paired), interval at the look's level")
-    return fig
+    return ab_chart(
+        rows(job), title=title, xlabel=f"change of B against A (paired process values), {interval_level(job)}"
+    )
+
+
+PAIRS_WORTH_IT = 4
+"""More pairs are advice only while the estimate of how many would settle a case is at most this many
+times the pairs it has; beyond that the estimate sits on the minimum effect and is not advice."""
+
+
+def inconclusive_words(d) -> str:
+    """Why a case stayed inconclusive, as a person would say it: how far the interval reaches, and
+    whether more pairs would settle it (:class:`benchmark.analysis.sequential.SequentialOutcome`)."""
+    reach = max(abs(d.ci_low - 1), abs(d.ci_high - 1))
+    within = f"the difference is within ±{reach:.1%}"
+    if d.pairs_needed and d.pairs_needed <= PAIRS_WORTH_IT * max(d.pairs, 1):
+        return f"{within}; about {max(d.pairs_needed - d.pairs, 1)} more pairs would settle it"
+    return f"{within}, too close to the {d.min_effect:.0%} minimum effect for more pairs to settle it"
+
+
+def interval_level(job) -> str:
+    """The level the job's intervals hold at, as a person would say it: the job's false-verdict rate
+    spent over its cases and looks (each look's own level is higher, e.g. 99.97%)."""
+    n = len(job.states)
+    return f"{1 - job.alpha:.0%} interval, adjusted for {n} case{'s' if n != 1 else ''} and repeated looks"
 
 
 def write_chart(job, path: str | Path) -> list[Path]:

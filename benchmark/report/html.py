@@ -9,7 +9,6 @@ benchmarks/bench_report.py.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import time
 from collections.abc import Sequence
@@ -24,14 +23,14 @@ from benchmark.report import jobs, pages
 from benchmark.report.htmlkit import Entry
 from benchmark.report.parallel import parallel_map
 from benchmark.report.run_rows import (
-    NOT_IN_RUN,
     STATUS_ORDER,
     Row,
     SeriesAnalysis,
     analyse_one,
     compare_run,
     default_min_effect,
-    judged_statuses,
+    judged_by_series,
+    judged_run_id,
     load_series,
     series_min_effect,
 )
@@ -166,15 +165,15 @@ def _judged_status(entries: list[Entry], run: RunRecord | None, rows: list[Row])
     """Each series' badge is the judge's verdict on its result in the judged run (the one decision
     `benchmark gate` and the reports take); a series without a result in that run says so. Ordered
     for the index."""
-    statuses = judged_statuses(rows, run.machine if run else "")
+    judged = judged_by_series(rows, run.machine if run else "")
     for en in entries:
-        en.analysis = dataclasses.replace(en.analysis, status=statuses.get(en.series.report_key, NOT_IN_RUN))
+        en.analysis = en.analysis.with_judged(judged.get(en.series.report_key))
     return sorted(entries, key=_index_order)
 
 
 def _compare(store, run_id: int | None, baseline: int | None, min_effect: float):
     """(run, A/B rows, results) of the run summarised on the index (default: the latest)."""
-    run_id = store.latest_run_id(suite=True) if run_id is None else run_id
+    run_id = judged_run_id(store) if run_id is None else run_id
     if run_id is None:
         return None, [], []
     run = store.run(run_id)

@@ -109,9 +109,26 @@ def short_commit(commit: str | None) -> str:
     return commit[:10] if commit else MISSING
 
 
-def badge(status: str) -> str:
+def badge(status: str, why: str = "") -> str:
+    """A status badge; `why` (the judge's reason) shows on hover."""
     color = STATUS_COLORS.get(status, "#546e7a")
-    return f'<span class="badge" style="background:{color}">{e(status)}</span>'
+    title = f' title="{e(why)}"' if why else ""
+    return f'<span class="badge" style="background:{color}"{title}>{e(status)}</span>'
+
+
+def status_why(analysis: SeriesAnalysis) -> str:
+    """Why a series has its status, in words: the judge's reason on the judged run, or what the
+    dashboard's own status means."""
+    if analysis.judged is not None and analysis.judged.reason:
+        return analysis.judged.reason
+    return STATUS_MEANING.get(analysis.status, "")
+
+
+STATUS_MEANING = {
+    "not in run": "the judged run has no result of this series",
+    "new": "no earlier result of this series on this machine to compare with",
+    "ok": "no change beyond the minimum effect",
+}
 
 
 # ------------------------------------------------------------------------------------------- templates

@@ -23,6 +23,7 @@ from benchmark.report.htmlkit import (
     options,
     page,
     short_commit,
+    status_why,
 )
 from benchmark.report.run_rows import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, run_notice
 from benchmark.report.svg import sparkline_svg, trend_svg
@@ -40,10 +41,17 @@ def _index_row(entry: Entry) -> str:
         f'<td class="case"><a href="{e(entry.page)}">{e(s.case_id)}</a></td>'
         f"<td>{e(s.place)}</td><td>{e(s.mode)}</td><td>{e(s.machine[:8])}</td>"
         f'<td class="num">{len(s)}</td><td class="num">{e(entry.units.val(latest))}</td>'
+        f'<td class="num judged">{e(judged_effect(a))}</td>'
         f'<td class="num">{e(fmt_change(a.change_vs_previous))}</td><td>{e(last_change(entry))}</td>'
-        f"<td>{badge(a.status)}</td>"
+        f'<td class="status">{badge(a.status, status_why(a))}</td>'
         f"<td>{sparkline_svg(s.values, a.status)}</td></tr>"
     )
+
+
+def judged_effect(a) -> str:
+    """The judged change of a series in the judged run: the effect with its interval, as `benchmark
+    gate` prints it; "-" where the judge gave no number."""
+    return a.judged.effect if a.judged is not None and a.judged.effect else MISSING
 
 
 def last_change(entry: Entry) -> str:
@@ -102,9 +110,12 @@ def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> 
     )
     table = (
         '<table id="series"><thead><tr><th>Case</th><th>Place</th><th>Mode</th><th>Machine</th>'
-        '<th class="num">Runs</th><th class="num">Latest median</th><th class="num">vs previous</th>'
+        '<th class="num">Runs</th><th class="num">Latest median</th>'
+        '<th class="num" title="the effect and interval the gate judged, as benchmark gate prints them">Change '
+        '(judged)</th><th class="num" title="latest median against the previous run\'s median, not judged">'
+        "vs previous run</th>"
         f"<th>Last change point</th><th>Status</th><th>Trend</th></tr></thead><tbody>{rows}"
-        '<tr id="no-match" hidden><td colspan="10">No series matches the filters.</td></tr></tbody></table>'
+        '<tr id="no-match" hidden><td colspan="11">No series matches the filters.</td></tr></tbody></table>'
     )
     header = (
         f'<h1>Benchmark history</h1><div class="meta">{len(entries_all)} series · history {e(meta["db"])} · '
@@ -272,8 +283,9 @@ def series_html(entry: Entry, run: RunRecord | None, config: dict[str, Any] | No
     s, a, u = entry.series, entry.analysis, entry.units
     latest = float(s.values[-1]) if len(s) else None
     facts = (
-        f"<span>status {badge(a.status)}</span><span>latest median <b>{e(u.val(latest))}</b></span>"
-        f"<span>vs previous <b>{e(fmt_change(a.change_vs_previous))}</b></span><span>{len(s)} ok runs</span>"
+        f"<span>status {badge(a.status, status_why(a))}</span><span>latest median <b>{e(u.val(latest))}</b></span>"
+        f"<span>change (judged) <b>{e(judged_effect(a))}</b></span>"
+        f"<span>vs previous run <b>{e(fmt_change(a.change_vs_previous))}</b></span><span>{len(s)} ok runs</span>"
         f"<span>{len(s.others)} without a number</span><span>config {e(s.config_hash)}</span>"
     )
     header = (
@@ -283,6 +295,7 @@ def series_html(entry: Entry, run: RunRecord | None, config: dict[str, Any] | No
     )
     body = (
         f'<div class="summary">{facts}</div>'
+        f'<p class="note why"><b>Why {e(a.status)}:</b> {e(status_why(a) or MISSING)}</p>'
         f"<section><h2>Trend</h2>{_plot_block(entry, out_dir)}</section>"
         f"<section><h2>Change points and gate alerts</h2>{change_table(entry)}</section>"
         f"{_telemetry_block(entry)}"

@@ -138,8 +138,10 @@ def _pct(values: Iterable[float]) -> np.ndarray:
     return (np.asarray(list(values), dtype=float) - 1.0) * 100.0
 
 
-def ab_chart(rows: Sequence[Row], *, title: str = "A/B: each case against its baseline") -> Figure:
-    """Every case's change of the median with its interval, sorted, colored by verdict.
+def ab_chart(
+    rows: Sequence[Row], *, title: str = "A/B: each case against its baseline", xlabel: str | None = None
+) -> Figure:
+    """Every case's judged change (the effect and interval of its row) sorted, colored by verdict.
 
     One row of AB_ROW_INCHES per case, so labels never overlap whatever the number of cases; the
     left margin is measured from the widest label (a solved layout would cost seconds at 500 cases).
@@ -171,7 +173,7 @@ def ab_chart(rows: Sequence[Row], *, title: str = "A/B: each case against its ba
         FuncFormatter(lambda v, _p: f"{v:+.0f}%" if abs(v) >= 1 or v == 0 else f"{v:+.1f}%")
     )
     conf = data[0].confidence if data else 0.99
-    ax.set_xlabel(f"change of the median vs baseline, {conf:.0%} interval")
+    ax.set_xlabel(xlabel or f"change as the gate judged it (effect vs baseline), {conf:.0%} interval")
     ax.set_ylabel("case [place, mode]")
     ax.grid(True, axis="x", alpha=0.3)
     ax.tick_params(axis="x", labeltop=many, top=many)

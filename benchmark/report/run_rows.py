@@ -10,6 +10,7 @@ Everything returned is plain, picklable data, so plots can be rendered in worker
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, Gates, load_g
 from benchmark.metrics import TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
 from benchmark.records import HistoryPoint
+from benchmark.report import text as words
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
 DEFAULT_ALPHA = 0.01
@@ -231,14 +233,38 @@ JUDGED_STATUS = {
 NOT_IN_RUN = "not in run"
 
 
-def judged_statuses(rows: Iterable[Row], machine: str) -> dict[tuple, str]:
-    """Status words of the judge's verdicts, by series key (as `Series.report_key`, on `machine`, the
-    judged run's): what a badge or a trend plot of that series says about the run."""
+@dataclass(frozen=True)
+class Judged:
+    """What the judge said about one series in the judged run, in the words every view shows."""
+
+    status: str
+    """The dashboard's status word for the verdict (``JUDGED_STATUS``)."""
+    effect: str = ""
+    """The effect with its interval, as `benchmark gate` prints it (``+4.8% (+2.1% .. +7.6%)``);
+    "" where the verdict has no number (new, skipped, error)."""
+    reason: str = ""
+    """Why, in the judge's words (evidence, baseline, reason)."""
+
+
+def judged_by_series(rows: Iterable[Row], machine: str) -> dict[tuple, Judged]:
+    """The judge's decision on each series, by series key (as `Series.report_key`, on `machine`, the
+    judged run's): what a badge, a dashboard row and a trend plot of that series say about the run."""
     out = {}
     for r in rows:
         key = (r.case_id, r.config_hash, r.place, r.mode, machine)
-        out[key if r.metric == TIME else (*key, r.metric)] = JUDGED_STATUS.get(r.judged, NOT_IN_RUN)
+        effect = (
+            words.effect(r.ratio - 1.0, r.ci_low - 1.0, r.ci_high - 1.0) if math.isfinite(r.ratio) else ""
+        )
+        judged = Judged(JUDGED_STATUS.get(r.judged, NOT_IN_RUN), effect, r.reason or (r.message or ""))
+        out[key if r.metric == TIME else (*key, r.metric)] = judged
     return out
+
+
+def judged_run_id(store) -> int | None:
+    """The run a view judges by default: the latest run of the suite, or, in a history with none (all
+    imported), the latest run."""
+    latest = store.latest_run_id(suite=True)
+    return latest if latest is not None else store.latest_run_id()
 
 
 def series_min_effect(gates: Gates, series: Series) -> float:
@@ -259,6 +285,13 @@ class SeriesAnalysis:
     change_vs_previous: float = math.nan
     alert: Alert | None = None
     """The alert that set the status (recent, not reverted)."""
+    judged: Judged | None = None
+    """The judge's decision on the series in the judged run (then `status` is its word), or None."""
+
+    def with_judged(self, judged: Judged | None) -> SeriesAnalysis:
+        """This analysis with the judge's decision on the judged run as its status (a series without a
+        result in that run: "not in run")."""
+        return dataclasses.replace(self, status=judged.status if judged else NOT_IN_RUN, judged=judged)
 
 
 def _ts(value: Any) -> float:

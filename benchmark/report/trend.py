@@ -276,7 +276,8 @@ def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int
 def _trend_note(series: Series, analysis: SeriesAnalysis, n_points: int, hidden: int) -> str:
     parts = [
         f"machine {series.machine[:8]}",
-        f"status: {analysis.status}",
+        f"status: {analysis.status}"
+        + (f", {analysis.judged.effect}" if analysis.judged and analysis.judged.effect else ""),
         f"{len(analysis.change_points)} change point(s)",
     ]
     if n_points:
