@@ -116,3 +116,32 @@ def test_gate_settings_are_checked_by_the_gates_loader(tmp_path, cli_here):
     assert proc.returncode == 2 and "unknown field" in proc.stdout
     proc = cli_here("validate", "--no-resolve", "configs/gates.yaml")
     assert proc.returncode == 0 and proc.stdout == "ok: gate settings configs/gates.yaml\n"
+
+
+def test_a_problem_is_reported_at_the_line_and_field_path_of_the_bad_key_or_value(tmp_path, cli_here):
+    (tmp_path / "cases.yaml").write_text(
+        "cases:\n"
+        "  - name: with_attr\n"  # 2
+        "    kind: op\n"
+        "    op: paddle.abs\n"
+        "    inputs:\n"
+        "      x: {shape: [16, 16]}\n"
+        "    attrs:\n"  # 7: the block
+        "      nosuch: 3\n"  # 8: the bad key
+        "  - name: from_grid\n"  # 9
+        "    kind: op\n"
+        "    op: paddle.abs\n"
+        "    inputs:\n"
+        "      x: {shape: $shape}\n"  # 13: where the value is used
+        "    grid:\n"
+        "      shape:\n"
+        "        - [16, 16]\n"
+        "        - [-3, 4]\n"  # 17: the bad value
+    )
+    proc = cli_here("validate", str(tmp_path))
+    assert proc.returncode == 2
+    first, second = proc.stdout.strip().splitlines()
+    assert "cases.yaml:8: case 'with_attr': field 'attrs.nosuch': " in first
+    assert "unexpected keyword argument 'nosuch'" in first
+    assert "cases.yaml:17: case 'from_grid': field 'grid.shape': " in second
+    assert "(the grid value [-3, 4], used by inputs.x.shape)" in second

@@ -204,7 +204,7 @@ def load_paths(
         loaded = load_file(
             f, resolver=resolver, models=models, max_bytes=max_bytes, checks=checks, max_cases=max_cases
         )
-        issues.extend(loaded.issues)
+        issues.extend(sorted(loaded.issues, key=lambda i: (i.line is None, i.line or 0)))  # as the file reads
         for c in loaded.cases:
             prev = first_seen.get(c.id)
             if prev is not None and (prev.source != c.source or prev.line != c.line):

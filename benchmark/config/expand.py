@@ -181,7 +181,7 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                     problems = _check_expanded(cfg, max_bytes) or _check_framework(cfg, checks, max_bytes)
                     if problems:
                         for fld, msg in problems:
-                            issue(name, fld, msg, line_for(lines, base + tuple(fld.split(".")[:1])))
+                            issue(name, *_located(fld, msg, body, spec.grid, point, lines, base))
                         return []
                     variant = _variant_label(point, used, dtype, spec, backward, step)
                     case_id = f"{name}-{variant}" if variant else name
@@ -192,7 +192,9 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                         typed = Spec.model_validate(cfg)
                     except ValidationError as e:
                         for loc, msg in pydantic_issues(e):
-                            issue(name, pydantic_field(loc), msg, line_for(lines, base + loc[:1]))
+                            issue(
+                                name, *_located(pydantic_field(loc), msg, body, spec.grid, point, lines, base)
+                            )
                         return []
                     h = config_hash(cfg)
                     tags = tuple(sorted(set(spec.tags)))
@@ -212,6 +214,35 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                                 )
                             )
     return out
+
+
+_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '([A-Za-z_][A-Za-z0-9_]*)'")
+
+
+def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[str, Any],
+             lines: dict[tuple, int], base: tuple) -> tuple[str, str, int | None]:  # fmt: skip
+    """(field, message, line) of a problem of an expanded case, as the file says it: a value that came
+    from the grid is reported at that grid value (``grid.shape``, its line), naming the field that
+    used it; an attr the operator does not take at its own key; anything else at its own line."""
+    path = tuple(int(p) if p.isdigit() else p for p in fld.split("."))
+    if fld.endswith("attrs") and (m := _UNEXPECTED_KEYWORD.search(msg)):
+        path += (m[1],)
+    raw: Any = body
+    for part in path:
+        raw = raw.get(part) if isinstance(raw, dict) else (raw[part] if isinstance(raw, list) and
+                                                             isinstance(part, int) and part < len(raw) else None)  # fmt: skip
+    ref = raw[1:] if isinstance(raw, str) and raw.startswith("$") else None
+    if ref in point and isinstance(grid, dict) and isinstance(grid.get(ref), list):
+        values = grid[ref]
+        index = next((i for i, v in enumerate(values) if v == point[ref]), None)
+        where = ("grid", ref) if index is None else ("grid", ref, index)
+        return (
+            f"grid.{ref}",
+            f"{msg} (the grid value {point[ref]!r}, used by {fld})",
+            line_for(lines, base + where),
+        )
+    shown = ".".join(str(p) for p in path)
+    return shown, msg, line_for(lines, base + path)
 
 
 def _variant_label(point, used, dtype, spec, backward, step) -> str:
