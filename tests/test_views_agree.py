@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytest
 
 from benchmark import cli
@@ -139,3 +140,23 @@ def test_every_view_gives_each_case_the_same_status_and_effect(history, tmp_path
     assert all(
         re.fullmatch(r"[+-]\d+\.\d% \([+-]\d+\.\d% \.\. [+-]\d+\.\d%\)", e) for _, e in reference.values()
     )
+
+
+def test_a_trend_plot_shows_each_worker_process_value_not_an_interval_pooled_over_them(history):
+    from benchmark.report import trend
+    from benchmark.report.run_rows import load_series
+    from benchmark.store import open_store
+
+    store = open_store(f"sqlite:///{history}")
+    try:
+        (series,) = [s for s in load_series(store, ["abs_smoke"]) if s.mode == "static"]
+    finally:
+        store.close()
+    stored = np.concatenate(series.process_values)
+    assert stored.size == 4  # two runs of two processes each
+    fig = trend.trend_plot(series)
+    ax = fig.axes[0]
+    (dashes,) = [c for c in ax.collections if c.get_gid() == "processes"]
+    shown_us = np.sort(dashes.get_offsets()[:, 1])
+    assert np.allclose(shown_us, np.sort(stored) * 1e6)
+    assert not [c for c in ax.collections if c.get_gid() == "ci-band"]

@@ -320,6 +320,11 @@ def _series_from_rows(points: list[HistoryPoint]) -> Series:
     )
     if ok and ok[0].samples is not None:
         s.samples = [_finite(p.samples) for p in ok]
+    if ok and ok[0].processes is not None:
+        s.process_values = [
+            _finite([v.value for v in p.processes or () if v.status == "ok" and v.value is not None])
+            for p in ok
+        ]
     # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
     s.events = environment_events([p.machine_env for p in ok])
     s.others = [

@@ -25,7 +25,7 @@ from benchmark.report.plots import (
 from benchmark.report.run_rows import IMPROVEMENT, SeriesAnalysis, analyse
 from benchmark.units import time_scale
 
-MEDIAN_COLOR, BAND_COLOR, SAMPLE_COLOR = "#1f4e9c", "#8fb3e8", "#6b6b6b"
+MEDIAN_COLOR, BAND_COLOR, SAMPLE_COLOR, PROCESS_COLOR = "#1f4e9c", "#8fb3e8", "#6b6b6b", "#d9822b"
 TREND_SIZE = (11.0, 5.0)
 DENSE_RUNS = 120
 ZOOM_RUNS = 40
@@ -43,7 +43,32 @@ def _series_values(series: Series, metric: str) -> tuple[np.ndarray, np.ndarray,
     factor, unit = time_scale(values) if m.seconds else rate_scale(values, series.unit or m.unit)
     points = [s * factor for s in series.samples]
     label = f"{m.label} ({unit})"
-    return values * factor, series.ci_low * factor, series.ci_high * factor, points, label
+    lo, hi = series.ci_low * factor, series.ci_high * factor
+    if _by_process(series):  # the process values are drawn instead of an interval pooled over them
+        lo, hi = np.full_like(lo, np.nan), np.full_like(hi, np.nan)
+    return values * factor, lo, hi, points, label
+
+
+def _by_process(series: Series) -> bool:
+    """Whether the series' runs were measured in worker processes (their values are loaded)."""
+    return any(v.size > 1 for v in series.process_values)
+
+
+def _draw_processes(ax, series: Series, metric: str, start: int) -> None:
+    """Each run's worker-process values (a short dash each): their spread is what the gate judges, and
+    one slow process shows as one dash instead of stretching an interval."""
+    m = get_metric(metric)
+    if m.rate or not _by_process(series):
+        return
+    factor = (
+        time_scale(series.values)[0] if m.seconds else rate_scale(series.values, series.unit or m.unit)[0]
+    )
+    xs = [i for i, v in enumerate(series.process_values) if i >= start for _ in range(v.size)]
+    ys = [x * factor for i, v in enumerate(series.process_values) if i >= start for x in v]
+    if xs:
+        dashes = ax.scatter(xs, ys, marker="_", s=90, linewidths=1.6, color=PROCESS_COLOR, zorder=6,
+                            label="worker process values")  # fmt: skip
+        dashes.set_gid("processes")
 
 
 def _rate_values(series: Series, label: str):
@@ -235,9 +260,9 @@ def trend_plot(
     else:
         fig.subplots_adjust(**TREND_MARGINS)
         ax, zoom = fig.add_subplot(), None
-    n_points, hidden = _draw_panel(ax, series, analysis, values, 0, max_ticks)
+    n_points, hidden = _draw_panel(ax, series, analysis, values, 0, max_ticks, metric=metric)
     if zoom is not None:
-        _draw_panel(zoom, series, analysis, values, n - ZOOM_RUNS, 2, xlabel=False)
+        _draw_panel(zoom, series, analysis, values, n - ZOOM_RUNS, 2, xlabel=False, metric=metric)
         zoom.set_title(f"last {ZOOM_RUNS} runs", fontsize=9)
     ax.set_ylabel(values[4])
     stored = series.metric
@@ -249,15 +274,17 @@ def trend_plot(
 
 
 def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int, max_ticks: int,
-                xlabel: bool = True) -> tuple[int, int]:  # fmt: skip
+                xlabel: bool = True, metric: str = TIME) -> tuple[int, int]:  # fmt: skip
     """Runs start..n-1 of the series on `ax`; returns (raw samples drawn, samples outside the axis)."""
     med, lo, hi, points, _ = values
     n = med.size
     x = np.arange(start, n)
     n_points = _draw_samples(ax, points, start)
-    band = ax.fill_between(x, lo[start:], hi[start:], color=BAND_COLOR, alpha=0.45, lw=0,
-                           label="95% CI of the level", zorder=2)  # fmt: skip
-    band.set_gid("ci-band")
+    if np.isfinite(lo[start:]).any():
+        band = ax.fill_between(x, lo[start:], hi[start:], color=BAND_COLOR, alpha=0.45, lw=0,
+                               label="95% CI of the level", zorder=2)  # fmt: skip
+        band.set_gid("ci-band")
+    _draw_processes(ax, series, metric, start)
     dense = n - start > DENSE_RUNS  # a zig-zag of hundreds of runs hides the levels: dots, faint line
     (line,) = ax.plot(x, med[start:], color=MEDIAN_COLOR, lw=0.6 if dense else 1.4, marker="o",
                       ms=2.2 if dense else 3, label="median per run", zorder=5)  # fmt: skip
