@@ -152,6 +152,12 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     assert doc["run_group"].startswith("compare-")
     assert "compare side A" in runs[0].note and str(python_b) in runs[1].note
     assert "paddle" in runs[1].note
+    # each side's run spans the job (not the moment it was stored), and `benchmark runs` tells them apart
+    assert all((r.finished_at - r.started_at).total_seconds() >= doc["elapsed_s"] - 1 for r in runs)
+    listed = subprocess.run([sys.executable, "-m", "benchmark.cli", "runs", "--db", f"sqlite:///{db}"],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "/compare-A" in listed and "/compare-B" in listed and " 0 s " not in listed
+    assert "intervals: 98% interval, adjusted for 2 cases and repeated looks" in proc.stdout  # --alpha 0.02
     results = store.results(doc["run_ids"]["B"])
     assert {r.case_id for r in results} == {"cmp_abs", "cmp_exp"}
     for r in results:

@@ -98,12 +98,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _short_machine(fingerprint: str) -> str:
-    """The first 12 characters of a fingerprint, and the mark of an imported machine if it has one."""
+    """The first 12 characters of a fingerprint, and the mark it carries if any: an imported machine
+    (``+imported``) or the side of a `benchmark compare` or `bisect` (``/compare-A``, ...)."""
     from benchmark.store.pytest_import import IMPORTED_SUFFIX
 
     if fingerprint.endswith(IMPORTED_SUFFIX):
         return fingerprint[: -len(IMPORTED_SUFFIX)][:12] + IMPORTED_SUFFIX
-    return fingerprint[:12]
+    base, slash, side = fingerprint.partition("/")
+    return base[:12] + slash + side
 
 
 # ------------------------------------------------------------------------------------------- history

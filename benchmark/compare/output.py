@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.compare.counts import count_dict, side_count_result
 from benchmark.compare.job import SIDES, CaseState, Job
+from benchmark.report.comparison import inconclusive_words
 from benchmark.units import MISSING, format_percent
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
@@ -39,11 +40,11 @@ def case_line(s: CaseState) -> str:
         n = len(s.pairs)
         return f"{head}  {n} pair(s): too few for an interval (at least {seq.MIN_PAIRS})"
     text = (
-        f"{head}  B/A {d.ratio:.3f} ({pct(d.ratio)}), {d.confidence:.2%} interval "
-        f"[{pct(d.ci_low)}, {pct(d.ci_high)}], {len(s.pairs)} pairs, min effect {d.min_effect:.0%}"
+        f"{head}  B/A {d.ratio:.3f} ({pct(d.ratio)}), interval [{pct(d.ci_low)}, {pct(d.ci_high)}], "
+        f"{len(s.pairs)} pairs, min effect {d.min_effect:.0%}"
     )
-    if d.verdict == seq.INCONCLUSIVE and d.pairs_needed:
-        text += f"; would need about {d.pairs_needed} pairs"
+    if d.verdict == seq.INCONCLUSIVE:
+        text += f": {inconclusive_words(d)}"
     return text
 
 
@@ -131,7 +132,9 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
     its instruction results; returns the run ids by side."""
     from benchmark import environment
 
-    group = run_group or "compare-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    ended = dt.datetime.now(dt.timezone.utc)
+    started = ended - dt.timedelta(seconds=job.elapsed_s)  # each side's run spans the whole job
+    group = run_group or "compare-" + ended.strftime("%Y%m%dT%H%M%SZ")
     machine = environment.collect_machine()
     fp = machine.get("fingerprint") or environment.fingerprint(machine)
     ids = {}
@@ -140,6 +143,7 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
         run_info = environment.collect_run(side.info.get("framework") or {}, trigger="compare", cwd=root)
         counted = [r for r in (side_count_result(s, label) for s in job.states) if r is not None]
         run_info.update(
+            started_at=started,
             run_group=group,
             expected_results=len(job.states) + len(counted),
             note=f"compare side {label}: {side.python}, paddle {side.paddle_version}",
@@ -159,9 +163,11 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
         results = [side_result(s, label) for s in job.states] + counted
         store.add_results(run_id, [r.to_dict() for r in results])
         if job.interrupted:  # kept, but never a baseline: the gate takes complete runs only
-            store.finish_run(run_id, "interrupted", note=f"{run_info['note']}; {job.stopped}")
+            store.finish_run(
+                run_id, "interrupted", finished_at=ended, note=f"{run_info['note']}; {job.stopped}"
+            )
         else:
-            store.finish_run(run_id, "complete", note=run_info["note"])
+            store.finish_run(run_id, "complete", finished_at=ended, note=run_info["note"])
         ids[label] = run_id
     job.run_ids, job.run_group = ids, group
     return ids

@@ -139,8 +139,10 @@ def min_effects(req: Request) -> Callable[[Case], float]:
 def compare(req: Request) -> int:
     """Run the comparison `req` describes; returns the exit status (0: no case slower in B, 1: one
     is, 2: a case could not be measured on a side). Progress goes to stderr, results to stdout."""
+    from benchmark.compare.live import Progress
     from benchmark.execution import measure
     from benchmark.paths import CHECKOUT_DIR, db_url
+    from benchmark.report.comparison import interval_level
     from benchmark.store import open_store
 
     def say(line: str) -> None:
@@ -167,25 +169,27 @@ def compare(req: Request) -> int:
             f"cases and looks"
         )
         with open(req.worker_log, "a", encoding="utf-8") as log, _sigterm_interrupts():
-            job = jobs.run_job(
-                cases,
-                sides,
-                min_effect=min_effect,
-                settings=settings,
-                budget_s=req.budget_min * 60,
-                alpha=req.alpha,
-                max_pairs=req.max_pairs,
-                processes=req.processes,
-                seed=req.seed,
-                progress=say,
-                worker_output=log,
-            )
+            with Progress(req.quiet) as live:  # the live table ends before the results are printed
+                job = jobs.run_job(
+                    cases,
+                    sides,
+                    min_effect=min_effect,
+                    settings=settings,
+                    budget_s=req.budget_min * 60,
+                    alpha=req.alpha,
+                    max_pairs=req.max_pairs,
+                    processes=req.processes,
+                    seed=req.seed,
+                    on_step=live.step,  # a live table of the estimates on a terminal, a line now and then off one
+                    worker_output=log,
+                )
+                live.step(job, final=True)  # the table ends on the final decisions, as printed below
             print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
             for s in job.states:
                 print(case_line(s))
             print(
                 f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); seed {job.seed}; "
-                "B/A > 1: B is slower",
+                f"B/A > 1: B is slower; intervals: {interval_level(job)}",
                 flush=True,
             )
             if count_settings is not None and job.interrupted:

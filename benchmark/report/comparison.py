@@ -148,19 +148,21 @@ def chart(job):
     )
 
 
-PAIRS_WORTH_IT = 4
-"""More pairs are advice only while the estimate of how many would settle a case is at most this many
-times the pairs it has; beyond that the estimate sits on the minimum effect and is not advice."""
+NEAR_MIN_EFFECT = 0.25
+"""An estimate within this fraction of the minimum effect from it cannot be settled by more pairs: the
+interval shrinks around a change that is as large as the threshold."""
 
 
 def inconclusive_words(d) -> str:
     """Why a case stayed inconclusive, as a person would say it: how far the interval reaches, and
     whether more pairs would settle it (:class:`benchmark.analysis.sequential.SequentialOutcome`)."""
     reach = max(abs(d.ci_low - 1), abs(d.ci_high - 1))
-    within = f"the difference is within ±{reach:.1%}"
-    if d.pairs_needed and d.pairs_needed <= PAIRS_WORTH_IT * max(d.pairs, 1):
+    within = f"the difference is within ±{reach:.1%}" if reach < 1 else "the interval is wider than ±100%"
+    if abs(abs(d.ratio - 1) - d.min_effect) <= NEAR_MIN_EFFECT * d.min_effect:
+        return f"{within}; the estimate sits at the {d.min_effect:.0%} minimum effect, more pairs would not settle it"
+    if d.pairs_needed:
         return f"{within}; about {max(d.pairs_needed - d.pairs, 1)} more pairs would settle it"
-    return f"{within}, too close to the {d.min_effect:.0%} minimum effect for more pairs to settle it"
+    return f"{within}; more pairs would narrow it"
 
 
 def interval_level(job) -> str:
