@@ -159,7 +159,7 @@ def write_summary(tr, bench: BenchSession) -> None:
     for r in shown:
         _write_time_row(tr, r, verbose)
     if shown:
-        for line in TIME_COLUMNS:
+        for line in TIME_COLUMNS if bench.processes else IN_PROCESS_COLUMNS:
             tr.write_line(line)
     for line in diagnostics_lines([r for r in bench.results if r.status != "skipped"]):
         tr.write_line(line)
@@ -213,9 +213,13 @@ def _write_metric_table(tr, name: str, results: list) -> None:
 LINE_WIDTH = 120
 CASE_WIDTH = LINE_WIDTH - 63
 TIME_COLUMNS = (
-    "median: time per iteration, median of all rounds · IQR: spread of the rounds (interquartile range)",
-    "CI: 95% interval of the level, ± relative to the median · n: rounds · P: worker processes",
-    "between: spread of the process values (standard deviation of their logs)",
+    "median: time per iteration, the median of the process values (each a worker process's median round)",
+    "IQR: spread of all rounds · CI: 95% interval of the level from the process values, ± relative to the median",
+    "n: rounds · P: worker processes · between: spread of the process values (standard deviation of their logs)",
+)
+IN_PROCESS_COLUMNS = (  # --bench-processes 0: one process, its rounds
+    "median: time per iteration, the median of the rounds · IQR: their spread (interquartile range)",
+    "CI: 95% interval of the median, ± relative to it · n: rounds",
 )
 
 
