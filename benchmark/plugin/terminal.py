@@ -246,9 +246,15 @@ def _write_time_row(tr, r, verbose: bool = False) -> None:
     )
     for w in r.warnings:
         if diagnostic_kind(w) is None:
-            tr.write_line(f"    warning: {w}", yellow=True)
+            for line in textwrap.wrap(
+                f"warning: {w}", LINE_WIDTH, initial_indent="    ", subsequent_indent="      "
+            ):
+                tr.write_line(line, yellow=True)
         elif verbose:
-            tr.write_line(f"    note: {w}")
+            for line in textwrap.wrap(
+                f"note: {w}", LINE_WIDTH, initial_indent="    ", subsequent_indent="      "
+            ):
+                tr.write_line(line)
     if r.status != "ok":
         tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
     if r.throughput:
