@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from benchmark.compare.sides import Side
     from benchmark.instructions.callgrind import Tooling
     from benchmark.model import Case, CaseResult
 
@@ -24,10 +25,11 @@ def count_build(
     tooling: Tooling,
     say: Callable[[str], None] = lambda line: None,
     results: dict[str, CaseResult] | None = None,
+    sides: dict[str, Side] | None = None,
 ) -> dict[str, float | None] | None:
     """Each case's instructions per iteration (the median of its samples; None: not counted) on
     the build `python`; None when the build cannot be used (said in one line). `results` gets
-    each case's CaseResult."""
+    each case's CaseResult, `sides["side"]` the build's checked interpreter."""
     from benchmark.compare.sides import CompareError, check_side
     from benchmark.instructions.counting_pass import InstructionPass
 
@@ -36,6 +38,8 @@ def count_build(
     except CompareError as e:
         say(f"bisect: skipping build {e}")
         return None
+    if sides is not None:
+        sides["side"] = side
     say(f"bisect: counting {len(cases)} case(s) on {side.describe()}")
     counter = InstructionPass(tooling, python=side.python, environ=side.env)
     values: dict[str, float | None] = {}

@@ -12,9 +12,16 @@ def verdict(r: SearchResult) -> str:
     return r.status.upper()
 
 
-def table(case_id: str, r: SearchResult, builds: Sequence[str]) -> list[str]:
-    """A case's lines: its verdict, then every build measured or skipped with its value."""
-    lines = [f"{verdict(r):<12} {case_id}: {r.message} (threshold {r.threshold:.2%})"]
+def interrupted(results: Mapping[str, SearchResult]) -> bool:
+    return any(r.status == INTERRUPTED for r in results.values())
+
+
+def table(case_id: str, r: SearchResult, builds: Sequence[str], confirmed: bool | None = None) -> list[str]:
+    """A case's lines: its verdict, then every build measured or skipped with its value, and whether
+    the step held when its two builds were counted again (`confirmed`; None: not checked)."""
+    again = "" if confirmed is None else ("; confirmed by counting both builds again" if confirmed
+                                          else "; NOT confirmed when both builds were counted again")  # fmt: skip
+    lines = [f"{verdict(r):<12} {case_id}: {r.message} (threshold {r.threshold:.2%}){again}"]
     base = r.baseline
     for i in range(r.n):
         if i in r.values:

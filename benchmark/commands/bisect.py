@@ -1,12 +1,16 @@
 """`benchmark bisect`: the first build in an ordered range whose instruction count is worse than the
 first build's by at least the case's minimum effect; exit 0 no step, 1 a step, 2 an error.
 
-The search is `benchmark.bisect.search`; a build is counted by `benchmark.bisect.counting`.
+The builds are released versions of a package from an index (`--package NAME --good V1 --bad V2`,
+`benchmark.bisect.builds`) or interpreters the user already has (`--python P`, repeated, oldest
+first). The search is `benchmark.bisect.search`; a build is counted by `benchmark.bisect.counting`;
+every build counted is stored as a run of the run group `bisect-<time>` (`benchmark.bisect.storing`).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -19,18 +23,29 @@ def register(sub) -> None:
         "bisect",
         help="find the first build in an ordered range whose count is worse than the first build's: "
         "exit 0 no step, 1 a step, 2 an error",
-        description="Bisect an ordered range of builds (interpreters of environments with their own "
-        "paddle, given with --pythons, oldest first) for each selected case: the two ends are "
-        "measured first, then the midpoints; a build that cannot be used is skipped with one line. "
-        "The harness's code comes from this checkout.",
+        description="Bisect an ordered range of builds for each selected case: the released versions "
+        "of a package between --good and --bad (each in an environment made once and cached under "
+        "~/.cache/paddle-benchmark/envs), or interpreters of environments you have (--python, oldest "
+        "first). The two ends are counted first, then the midpoints; a build that cannot be made or "
+        "used is skipped with one line; the step found is confirmed by counting its two builds again. "
+        "The harness's code comes from this checkout; every build counted is stored in the history as "
+        "a run of the group bisect-<time>, never a baseline of the suite.",
     )
-    p.add_argument(
-        "--pythons",
-        nargs="+",
-        required=True,
-        metavar="PYTHON",
-        help="the builds' interpreters, oldest first (give CONFIGs before this option)",
+    builds = p.add_argument_group("builds (one of)")
+    builds.add_argument("--package", default=None, metavar="NAME",
+                        help="bisect the released versions of this package (e.g. paddlepaddle)")  # fmt: skip
+    builds.add_argument(
+        "--good", default=None, metavar="VERSION", help="with --package: the good (older) end"
     )
+    builds.add_argument("--bad", default=None, metavar="VERSION", help="with --package: the bad (newer) end")
+    builds.add_argument("--index-url", default=None, metavar="URL",
+                        help="with --package: the package index (default PyPI; Paddle's own index for GPU "
+                        "builds)")  # fmt: skip
+    builds.add_argument("--python", action="append", default=[], metavar="PYTHON", dest="python",
+                        help="a build's interpreter (VENV/bin/python); repeat it, oldest first")  # fmt: skip
+    builds.add_argument("--pythons", nargs="+", default=[], metavar="PYTHON",
+                        help="the builds' interpreters at once, oldest first (takes every argument after it: "
+                        "give CONFIGs before it, or use --python)")  # fmt: skip
     add_case_selection(p, place="cpu")
     p.add_argument("--gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
     p.add_argument(
@@ -41,28 +56,63 @@ def register(sub) -> None:
     )
     p.add_argument("--markdown", default=None, metavar="FILE", help="write the result as Markdown")
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="write a plot of each case's count across the builds, the step marked (.png or .svg)")  # fmt: skip
+    p.add_argument("--db", default=None, metavar="URL",
+                   help="history database (default $BENCHMARK_DB_URL, else results/history.sqlite)")  # fmt: skip
+    p.add_argument("--no-store", dest="store", action="store_false", help="do not store the counts")
     p.set_defaults(func=run)
+
+
+def _builds(args: argparse.Namespace, say) -> tuple[list[str], object | None]:
+    """(build labels, cache) from --package (the cache makes each build's interpreter on first use)
+    or the interpreters given (cache None; the labels are the interpreters)."""
+    from benchmark.bisect.builds import DEFAULT_INDEX, BuildError, EnvCache, index_versions
+    from benchmark.compare.sides import CompareError
+
+    pythons = [*args.python, *args.pythons]
+    if args.package and pythons:
+        raise CompareError("--package and --python: give one kind of builds")
+    if args.package:
+        if not (args.good and args.bad):
+            raise CompareError("--package needs --good VERSION and --bad VERSION")
+        index = args.index_url or DEFAULT_INDEX
+        try:
+            versions = index_versions(args.package, args.good, args.bad, index)
+        except BuildError as e:
+            raise CompareError(str(e)) from None
+        say(
+            f"bisect: {len(versions)} versions of {args.package} from {args.good} to {args.bad}: {', '.join(versions)}"
+        )
+        return versions, EnvCache(args.package, index_url=index, say=say)
+    if args.good or args.bad or args.index_url:
+        raise CompareError("--good, --bad and --index-url go with --package")
+    if len(pythons) < 2:
+        raise CompareError(
+            f"a bisection needs at least two builds (--package, or --python twice), got {len(pythons)}"
+        )
+    return pythons, None
 
 
 @command("bisect")
 def run(args: argparse.Namespace) -> int:
     from benchmark.bisect import output
+    from benchmark.bisect.builds import BuildError
     from benchmark.bisect.counting import count_build
     from benchmark.bisect.search import search_cases
+    from benchmark.bisect.storing import BisectStore
     from benchmark.compare.counts import gate_settings
     from benchmark.compare.run import Request, select_cases
     from benchmark.compare.sides import CompareError
     from benchmark.instructions import callgrind as instructions
-    from benchmark.paths import CHECKOUT_DIR
+    from benchmark.paths import CHECKOUT_DIR, db_url
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     if args.metric != "instructions":
         raise CompareError("--metric time: not implemented yet; use --metric instructions")
-    builds = list(args.pythons)
-    if len(builds) < 2:
-        raise CompareError(f"--pythons: a bisection needs at least two builds, got {len(builds)}")
+    builds, cache = _builds(args, say)
     req = Request(a="", b="", configs=args.configs, keyword=args.keyword, tags=args.tags, place=args.place)
     cases = [c for c in select_cases(req) if instructions.eligible(c)]
     if not cases:
@@ -76,23 +126,70 @@ def run(args: argparse.Namespace) -> int:
     for c in cases:
         min_effect, noise_floor = settings(c)
         thresholds[c.id] = min_effect + noise_floor
-    by_id = {c.id: c for c in cases}
+    group = "bisect-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stored = BisectStore(db_url(args.db), group, root=CHECKOUT_DIR) if args.store else None
     say(f"bisect: {len(cases)} case(s) over {len(builds)} builds, instruction counts under callgrind")
 
-    def measure_all(i: int):
-        return count_build(
-            str(i), builds[i], list(by_id.values()), root=CHECKOUT_DIR, tooling=tooling, say=say
-        )
+    def count(i: int):
+        try:
+            python = cache.python_for(builds[i]) if cache is not None else builds[i]
+        except BuildError as e:
+            say(f"bisect: skipping build {i} ({builds[i]}): {e}")
+            return None
+        results: dict = {}
+        sides: dict = {}
+        values = count_build(builds[i], python, cases, root=CHECKOUT_DIR, tooling=tooling, say=say,
+                             results=results, sides=sides)  # fmt: skip
+        if stored is not None and values is not None:
+            stored.add_build(builds[i], python, sides.get("side"), list(results.values()))
+        return values
 
-    results, order = search_cases(len(builds), measure_all, thresholds)
+    try:
+        results, order = search_cases(len(builds), count, thresholds)
+        confirmed = _confirm(results, count, thresholds, say) if not output.interrupted(results) else {}
+    finally:
+        if stored is not None:
+            stored.close()
     for case_id, r in results.items():
-        print("\n".join(output.table(case_id, r, builds)))
-    print(f"{len(order)} of {len(builds)} build(s) measured, in the order {', '.join(map(str, order))}")
+        print("\n".join(output.table(case_id, r, builds, confirmed.get(case_id))))
+    print(
+        f"{len(order)} of {len(builds)} build(s) measured, in the order {', '.join(builds[i] for i in order)}"
+    )
+    if stored is not None and stored.run_ids:
+        print(f"stored as run group {group}: {len(stored.run_ids)} run(s)")
     if args.markdown:
         Path(args.markdown).write_text(output.markdown(results, builds, args.metric), encoding="utf-8")
         print(f"wrote {args.markdown}")
     if args.json:
         doc = output.to_dict(results, builds, args.metric, order)
+        doc["confirmed"] = confirmed
+        doc["run_group"] = group if stored is not None and stored.run_ids else None
         Path(args.json).write_text(json.dumps(doc, indent=1), encoding="utf-8")
         print(f"wrote {args.json}")
+    if args.plot:
+        from benchmark.bisect.plot import write_plot
+
+        for path in write_plot(results, builds, args.plot):
+            print(f"wrote {path}")
     return output.exit_code(results)
+
+
+def _confirm(results, count, thresholds, say) -> dict[str, bool]:
+    """Count the two builds of each step found once more, side by side: a case's step is confirmed
+    when the new counts still differ by at least its threshold."""
+    from benchmark.bisect.search import STEP
+
+    pairs = {(r.good, r.bad) for r in results.values() if r.status == STEP and r.good is not None}
+    again: dict[int, dict] = {}
+    for good, bad in sorted(pairs):
+        for i in (good, bad):
+            if i not in again:
+                say(f"bisect: confirming: counting build {i} again")
+                again[i] = count(i) or {}
+    out = {}
+    for case_id, r in results.items():
+        if r.status != STEP:
+            continue
+        before, after = again.get(r.good, {}).get(case_id), again.get(r.bad, {}).get(case_id)
+        out[case_id] = bool(before and after and after / before - 1 >= thresholds[case_id])
+    return out
