@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmark.config import load_paths  # noqa: E402
 from benchmark.execution import measure  # noqa: E402
+from benchmark.execution.replies import CountRecord  # noqa: E402
 from benchmark.gate.judge import evaluate  # noqa: E402
 from benchmark.gate.settings import load_gates  # noqa: E402
 from benchmark.instructions import callgrind as instructions  # noqa: E402
@@ -44,9 +45,8 @@ MACHINE = {"fingerprint": "instructions-sensitivity", "hostname": "replay"}
 
 def recorded_result(case, rec: dict) -> dict:
     r = instructions.instruction_result_base(case)
-    instructions.fill_result(
-        r, {"status": "ok", "samples": rec["samples"], "iterations": rec.get("iterations") or 1}
-    )
+    reply = {"status": "ok", "samples": rec["samples"], "iterations": rec.get("iterations") or 1}
+    instructions.fill_result(r, CountRecord.from_reply(reply))
     return r.to_dict()
 
 

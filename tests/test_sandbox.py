@@ -327,7 +327,7 @@ def test_a_trial_over_its_time_limit_is_an_error_naming_the_limit(tmp_path):
             trials.Trial(case=quick, key="quick", index=0, processes=1, round=0, order=1),
         ]
     ]
-    records: dict[str, dict] = {}
+    records: dict = {}
 
     def params(trial):
         settings = {"warmup_time": 0.02, "max_time": 0.05, "min_rounds": 5, "round_time": 0.002}
@@ -340,11 +340,11 @@ def test_a_trial_over_its_time_limit_is_an_error_naming_the_limit(tmp_path):
         lambda trial, record: records.__setitem__(trial.key, record),
         timeout_s=3.0,
     )
-    assert records["slow"]["status"] == "error"
-    assert records["slow"]["message"].startswith(
+    assert records["slow"].status == "error"
+    assert records["slow"].message.startswith(
         "trial time limit: no answer within 3 s, killed during trial 1 of 1"
-    ), records["slow"]["message"]
-    assert records["quick"]["status"] == "ok", records["quick"]
+    ), records["slow"].message
+    assert records["quick"].status == "ok", records["quick"]
 
 
 def test_the_trial_limit_at_the_ceilings_is_the_old_fixed_limit():

@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from benchmark.execution.measure import MeasureSettings
+from benchmark.execution.replies import ChecksRecord, TrialRecord
 from benchmark.execution.trials import plan_trials, schedule
 from benchmark.model import CaseResult
 from benchmark.results import process_entry, summarize_processes
@@ -117,7 +118,8 @@ def test_a_trial_with_invalid_timings_is_an_error_never_a_number(tmp_path):
     case = one_case(tmp_path)
     state = CaseTrials(case=case, result=CaseResult.for_case(case))
     trial = Trial(case=case, key="one", index=0, processes=2, round=0, order=0)
-    assert state.add(trial, {"status": "ok", "samples": [1e-3, float("nan")], "pid": 7, "iterations": 3})
+    reply = {"status": "ok", "samples": [1e-3, float("nan")], "pid": 7, "iterations": 3}
+    assert state.add(trial, TrialRecord.from_reply(reply))
     result = state.finish()
     assert result.status == "error" and result.message == "invalid timing samples: 1 of 2 in trial 1"
     assert result.samples == [] and result.processes[0].samples == () and result.processes[0].pid == 7
@@ -131,13 +133,19 @@ def test_checks_after_timing_fail_or_err_the_case(tmp_path):
     state = CaseTrials(case=case, result=CaseResult.for_case(case))
     for i in range(2):
         trial = Trial(case=case, key="one", index=i, processes=2, round=i, order=i)
-        done = state.add(trial, {"status": "ok", "samples": [2e-3, 2e-3, 2e-3], "pid": 10 + i})
+        done = state.add(
+            trial, TrialRecord.from_reply({"status": "ok", "samples": [2e-3, 2e-3, 2e-3], "pid": 10 + i})
+        )
     assert done and state.finish().status == "ok"
     state.apply_checks(
-        {"status": "ok", "accuracy": {"reference": "numpy.abs", "status": "failed", "message": "x"}}
+        ChecksRecord.from_reply(
+            {"status": "ok", "accuracy": {"reference": "numpy.abs", "status": "failed", "message": "x"}}
+        )
     )
     assert state.result.status == "failed" and state.result.message == "accuracy vs numpy.abs: x"
-    state.apply_checks({"status": "error", "message": "worker process: died (exit status -11)"})
+    state.apply_checks(
+        ChecksRecord.from_reply({"status": "error", "message": "worker process: died (exit status -11)"})
+    )
     assert state.result.status == "error"
     assert state.result.message == "checks after timing: worker process died (exit status -11)"
 

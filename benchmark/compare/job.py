@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmark.compare.sides import CompareError, Side
+from benchmark.execution.replies import TrialRecord
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.analysis.deterministic import CountComparison
@@ -133,14 +134,14 @@ def serve_pairs(
     order: int,
     used: list,
     output=None,
-) -> dict[str, dict[str, dict[str, Any]]]:
+) -> dict[str, dict[str, tuple[TrialRecord, int]]]:
     """One timing trial of each of `members` (in that order) on both sides back to back, the side
     that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
     the step holds. A fresh worker takes over a side whose worker died; every worker started is
-    appended to `used`. Returns {side: {case key: record with its "_order"}}."""
+    appended to `used`. Returns {side: {case key: (its trial record, its trial order)}}."""
     from benchmark.execution import trials
 
-    got: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in workers}
+    got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
     current = dict(workers)
     for state, p in zip(members, params, strict=True):
         labels = list(current)
@@ -150,11 +151,13 @@ def serve_pairs(
             if not worker.alive():
                 worker = current[label] = start_worker(sides[label], output)
                 used.append(worker)
-            record = worker.request("time", state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S)
-            if record.get("status") == "error" and not worker.alive():
+            record = worker.trial(state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S)
+            if record.status == "error" and not worker.alive():
                 code = worker.proc.returncode
-                record = {**record, "message": f"{record.get('message')} (exit status {code}, side {label})"}
-            got[label][state.key] = {**record, "_order": order}
+                record = dataclasses.replace(
+                    record, message=f"{record.message} (exit status {code}, side {label})"
+                )
+            got[label][state.key] = (record, order)
             order += 1
     return got
 
@@ -253,8 +256,6 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
     """The steps of `run_job` until every case is decided or a limit is reached; returns the last
     step's workers (to close). A step interrupted midway adds nothing: its workers are killed and
     its pairs dropped, so both sides keep the same number of trials."""
-    from benchmark.results import process_entry
-
     states, sides, alpha, budget_s = job.states, job.sides, job.alpha, job.budget_s
     max_pairs, worker_output = plan.max_pairs, plan.worker_output
     order = 0
@@ -301,25 +302,13 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
         job.steps += 1
         for s in open_states:
             for label in SIDES:
-                rec = got[label].get(s.key) or {"status": "error", "message": "no record"}
-                status = rec.get("status")
-                if status == "skipped":
-                    s.skipped = f"side {label}: {rec.get('message') or 'skipped'}"
+                rec, rec_order = got[label].get(s.key) or (TrialRecord.failed("no record"), order)
+                if rec.skipped:
+                    s.skipped = f"side {label}: {rec.message or 'skipped'}"
                     continue
-                ok = status == "ok" and bool(rec.get("samples"))
-                message = None if ok else str(rec.get("message") or f"trial status {status!r}")
-                s.entries[label].append(
-                    process_entry(
-                        len(s.entries[label]),
-                        rec.get("pid"),
-                        rec.get("_order", order),
-                        "ok" if ok else "error",
-                        rec.get("samples") if ok else None,
-                        int(rec.get("iterations") or 1),
-                        message,
-                    )
-                )
-                if not ok and s.error is None:
+                entry, message = rec.entry(len(s.entries[label]), rec_order)
+                s.entries[label].append(entry)
+                if message is not None and s.error is None:
                     s.error = f"side {label}: {message}"
             if s.error is None and s.skipped is None:
                 a, b = s.entries["A"][-1].value, s.entries["B"][-1].value

@@ -13,6 +13,7 @@ import dataclasses
 import time
 
 from benchmark.execution import measure
+from benchmark.execution.replies import ChecksRecord, TrialRecord
 from benchmark.model import Case, CaseResult
 from benchmark.records import ProcessValue, Stats
 
@@ -27,45 +28,25 @@ class CaseTrials:
     case: Case
     result: CaseResult
     entries: list[ProcessValue] = dataclasses.field(default_factory=list)
-    records: list = dataclasses.field(default_factory=list)  # the ok records, in trial order
+    records: list[TrialRecord] = dataclasses.field(default_factory=list)  # the ok records, in trial order
     telemetry: dict = dataclasses.field(default_factory=dict)
     skipped: str | None = None
     error: str | None = None
     done: bool = False
 
-    def add(self, trial, record: dict) -> bool:
+    def add(self, trial, record: TrialRecord) -> bool:
         """Take one trial's record; True when the case has no more trials to run."""
-        from benchmark.results import bad_timings, process_entry
-
-        status = record.get("status")
-        if status == "skipped":
-            self.skipped = str(record.get("message") or "skipped by the runner")
+        if record.skipped:
+            self.skipped = record.message or "skipped by the runner"
         else:
-            ok = status == "ok" and bool(record.get("samples"))
-            message = None if ok else str(record.get("message") or f"trial status {status!r} without samples")
-            bad = bad_timings(record.get("samples")) if ok else 0
-            if bad:  # NaN, inf or non-positive timings are an error of the trial, never numbers
-                ok, message = (
-                    False,
-                    f"invalid timing samples: {bad} of {len(record['samples'])} in trial {trial.index + 1}",
-                )
-            self.entries.append(
-                process_entry(
-                    trial.index,
-                    record.get("pid"),
-                    trial.order,
-                    "ok" if ok else "error",
-                    record.get("samples") if ok else None,
-                    int(record.get("iterations") or 1),
-                    message,
-                )
-            )
-            if ok:
+            entry, message = record.entry(trial.index, trial.order)
+            self.entries.append(entry)
+            if message is None:
                 self.records.append(record)
             elif self.error is None:
                 self.error = message
-                if record.get("traceback"):
-                    self.result.extra["traceback"] = record["traceback"]
+                if record.traceback:
+                    self.result.extra["traceback"] = record.traceback
         self.done = bool(self.skipped or self.error) or trial.index == trial.processes - 1
         return self.done
 
@@ -92,25 +73,25 @@ class CaseTrials:
         first = records[0]
         r.status = "ok"
         r.samples, r.stats = pooled, stats
-        r.iterations = int(first.get("iterations") or 1)
+        r.iterations = first.iterations
         r.warmup_rounds = 1
-        device = [x for rec in records for x in rec.get("device_samples") or []]
+        device = [x for rec in records for x in rec.device_samples or ()]
         r.device_samples = device or None
-        peaks = [rec["peak_memory_bytes"] for rec in records if rec.get("peak_memory_bytes") is not None]
+        peaks = [rec.peak_memory_bytes for rec in records if rec.peak_memory_bytes is not None]
         r.peak_memory_bytes = max(peaks) if peaks else None
-        faults = [float(rec.get("page_faults_per_iter") or 0.0) for rec in records]
+        faults = [rec.page_faults_per_iter for rec in records]
         r.page_faults_per_iter = sum(faults) / len(faults)
         r.extra.update(
             {
-                "prepare_s": first.get("prepare_s"),
-                "warmup_iterations": first.get("warmup_iterations"),
-                "estimate_s": first.get("estimate_s"),
-                "warmup_s": sum(float(rec.get("warmup_s") or 0.0) for rec in records),
-                "timed_s": sum(float(rec.get("timed_s") or 0.0) for rec in records),
+                "prepare_s": first.prepare_s,
+                "warmup_iterations": first.warmup_iterations,
+                "estimate_s": first.estimate_s,
+                "warmup_s": sum(rec.warmup_s for rec in records),
+                "timed_s": sum(rec.timed_s for rec in records),
                 "processes": len(records),
             }
         )
-        r.extra.update(first.get("info") or {})
+        r.extra.update(first.info)
         # Within-process stability: each process's samples scaled to the run value, so that the
         # level differences between processes (reported as between_cv) do not count twice.
         median = stats.median or 0.0
@@ -132,36 +113,36 @@ class CaseTrials:
                 f"{r.page_faults_per_iter * measure.FAULT_COST_S / median:.0%} of the time); the timing "
                 "includes memory mapping (allocator not controlled, or tensors above the mmap threshold)"
             )
-        items = first.get("items_per_step")
+        items = first.items_per_step
         if items and median:
             r.throughput, r.throughput_unit, r.batch_size = items / median, "samples/s", items
         return r
 
-    def apply_checks(self, record: dict) -> None:
+    def apply_checks(self, record: ChecksRecord) -> None:
         """The record of the case's checks after timing (see `apply_checks`)."""
         apply_checks(self.result, record)
 
 
-def apply_checks(r: CaseResult, record: dict) -> None:
+def apply_checks(r: CaseResult, record: ChecksRecord) -> None:
     """The record of the case's checks after timing (`checks` task): reference check, torch
     timing (against the run value), profile pass; a failed check request errs the case."""
-    if record.get("status") != "ok":
+    if record.status != "ok":
         r.status = "error"
-        message = str(record.get("message") or "no record")
+        message = record.message or "no record"
         r.message = f"checks after timing: {message.replace('worker process:', 'worker process')}"
-        if record.get("traceback"):
-            r.extra["traceback"] = record["traceback"]
+        if record.traceback:
+            r.extra["traceback"] = record.traceback
         return
-    if record.get("accuracy") is not None:
-        r.accuracy = record["accuracy"]
+    if record.accuracy is not None:
+        r.accuracy = record.accuracy
         if r.accuracy.get("status") in ("failed", "error"):
             r.status = "failed"
             r.message = f"accuracy vs {r.accuracy['reference']}: {r.accuracy.get('message')}"
-    torch = record.get("torch")
+    torch = record.torch
     if torch is not None:
         median = r.stats.median
         if torch.get("status") == "ok":
             torch["paddle_over_torch"] = median / torch["median"] if median and torch.get("median") else None
         r.extra["torch"] = torch
-    if record.get("profile") is not None:
-        r.profile = record["profile"]
+    if record.profile is not None:
+        r.profile = record.profile

@@ -16,11 +16,13 @@ parameters of a trial and what to do with each record (`run_trials`).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmark.execution.replies import TrialRecord
 from benchmark.limits import TRIAL_BASE_S, TRIAL_BUDGET_FACTOR, trial_timeout_s
 
 # The fixed limit of a request whose settings are not known here (benchmark compare's job); a
@@ -73,9 +75,9 @@ def plan_trials(cases: Sequence[tuple[str, Any, int]], seed: int) -> list[list[T
     return rounds
 
 
-def failure_message(record: dict[str, Any], trial: Trial, exit_status: int | None) -> str:
+def failure_message(record: TrialRecord, trial: Trial, exit_status: int | None) -> str:
     """A trial's error as one line: a dead worker says how it died and during which trial."""
-    message = str(record.get("message") or "no record")
+    message = record.message or "no record"
     where = f"trial {trial.index + 1} of {trial.processes}"
     if message.startswith("worker process:"):
         why = message.removeprefix("worker process:").strip()
@@ -94,7 +96,7 @@ def run_trials(
     rounds: list[list[Trial]],
     new_worker: Callable[[], Any],
     params: Callable[[Trial], dict[str, Any]],
-    on_record: Callable[[Trial, dict[str, Any]], None],
+    on_record: Callable[[Trial, TrialRecord], None],
     *,
     should_run: Callable[[Trial], bool] = lambda trial: True,
     on_start: Callable[[Trial, Any], Any] | None = None,
@@ -123,13 +125,13 @@ def run_trials(
                 request = params(trial)
                 limit = timeout_s if timeout_s is not None else trial_timeout_s(request.get("settings") or {})
                 try:
-                    record = worker.request("time", trial.case, request, timeout_s=limit)
+                    record = worker.trial(trial.case, request, timeout_s=limit)
                 finally:
                     if callable(after):
                         after()
-                if record.get("status") == "error" and not worker.alive():
+                if record.status == "error" and not worker.alive():
                     message = failure_message(record, trial, worker.proc.returncode)
-                    record = {**record, "message": message, "pid": record.get("pid") or worker.proc.pid}
+                    record = dataclasses.replace(record, message=message, pid=record.pid or worker.proc.pid)
                 on_record(trial, record)
             if worker is not None:
                 worker.close()

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchmark.execution.replies import ChecksRecord, CountRecord, TrialRecord
 from benchmark.model import Case
 
 READY_TIMEOUT_S = 600.0
@@ -174,6 +175,18 @@ class Worker:
             return json.loads(line)
         except json.JSONDecodeError:
             return self._fail(f"unreadable record {line[:200]!r}")
+
+    def trial(self, case: Case, params: dict[str, Any] | None = None, *, timeout_s: float) -> TrialRecord:
+        """One `time` request: the trial's record (a failure record if the worker died or timed out)."""
+        return TrialRecord.from_reply(self.request("time", case, params, timeout_s=timeout_s))
+
+    def checks(self, case: Case, params: dict[str, Any] | None = None, *, timeout_s: float) -> ChecksRecord:
+        """One `checks` request: the checks' record (a failure record if the worker died or timed out)."""
+        return ChecksRecord.from_reply(self.request("checks", case, params, timeout_s=timeout_s))
+
+    def count(self, case: Case, params: dict[str, Any] | None = None, *, timeout_s: float) -> CountRecord:
+        """One `instructions` request: the count's record (a failure record if the worker died)."""
+        return CountRecord.from_reply(self.request("instructions", case, params, timeout_s=timeout_s))
 
     def close(self, timeout_s: float = 30.0) -> None:
         if self.proc.poll() is None:

@@ -40,8 +40,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
+from benchmark.execution.replies import CountRecord
 from benchmark.model import CaseResult
 from benchmark.records import Stats
 
@@ -376,27 +376,25 @@ def instruction_result_base(case) -> CaseResult:
     return CaseResult.for_case(case, metric=METRIC, unit=UNIT)
 
 
-def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | None = None) -> CaseResult:
+def fill_result(result: CaseResult, record: CountRecord, tooling: Tooling | None = None) -> CaseResult:
     """A worker's record -> the instructions result (samples are instructions per iteration)."""
     from benchmark.analysis.summary import summarize
 
     result.finished_at = time.time()
-    status = record.get("status", "error")
-    if status != "ok":
-        result.status = status if status in ("skipped", "error") else "error"
-        result.message = record.get("message") or "the instruction-count worker gave no reason"
-        if record.get("traceback"):
-            result.extra["traceback"] = record["traceback"]
+    if record.status != "ok":
+        result.status = record.status
+        result.message = record.message or "the instruction-count worker gave no reason"
+        if record.traceback:
+            result.extra["traceback"] = record.traceback
         return result
-    if "chunks" in record:  # a worker's record: integer chunk totals, the parent divides
-        samples = per_iteration(
-            [int(c) for c in record["chunks"]], int(record["empty"]), int(record["iterations"])
-        )
+    iterations = record.iterations or 1
+    if record.chunks is not None:  # a worker's record: integer chunk totals, the parent divides
+        samples = per_iteration(record.chunks, record.empty or 0, iterations)
     else:  # recorded samples (a replay)
-        samples = [float(x) for x in record["samples"]]
+        samples = list(record.samples or [])
     result.status = "ok"
     result.samples = samples
-    result.iterations = int(record["iterations"])
+    result.iterations = iterations
     result.warmup_rounds = 1
     result.stats = Stats.from_dict(summarize(samples))
     result.extra.update(
@@ -405,16 +403,16 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
             "event": "Ir",
             "valgrind": tooling.version if tooling else None,
             "address_randomization": None if tooling is None else ("off" if tooling.setarch else "on"),
-            "empty_chunk": record.get("empty"),
-            "probe": record.get("probe"),
-            "other_threads_instructions": record.get("other_threads"),
-            "chunks": record.get("chunks"),
-            "warmup_iterations": record.get("warmup"),
-            "heap_layout": record.get("heap_layout"),
-            "instrumented_s": _seconds(record.get("instrumented_ns")),
-            "case_s": _seconds(record.get("case_ns")),
-            "case_cpu_s": _seconds(record.get("case_cpu_ns")),
-            "worker_pid": record.get("pid"),
+            "empty_chunk": record.empty,
+            "probe": record.probe,
+            "other_threads_instructions": record.other_threads,
+            "chunks": record.chunks,
+            "warmup_iterations": record.warmup,
+            "heap_layout": record.heap_layout,
+            "instrumented_s": _seconds(record.instrumented_ns),
+            "case_s": _seconds(record.case_ns),
+            "case_cpu_s": _seconds(record.case_cpu_ns),
+            "worker_pid": record.pid,
         }
     )
     return result

@@ -179,8 +179,7 @@ class InstructionPass:
             slot.close()
             slot.worker = self._start(slot)
         slot.clear_dumps()
-        record = slot.worker.request(
-            "instructions",
+        record = slot.worker.count(
             # Where the case was defined does not reach the worker: a longer path would shift its
             # heap layout, and with it the count (see KEEP_ENV).
             dataclasses.replace(case, source="", line=None),

@@ -17,6 +17,7 @@ import pytest
 from benchmark import limits
 from benchmark.execution import measure
 from benchmark.execution.casetrials import CaseTrials, apply_checks
+from benchmark.execution.replies import ChecksRecord
 from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
@@ -86,7 +87,12 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         if checks:  # after the timed measurement, never inside it; what the `checks` worker task does
             from benchmark.runners.worker import run_checks as run_case_checks
 
-            apply_checks(result, {"status": "ok", **run_case_checks(case, prepared, checks, settings)})
+            apply_checks(
+                result,
+                ChecksRecord.from_reply(
+                    {"status": "ok", **run_case_checks(case, prepared, checks, settings)}
+                ),
+            )
     except runners.RunnerUnavailable as e:
         result.status, result.message = "skipped", str(e)
     except Exception as e:  # noqa: BLE001 - any failure of a case is recorded as that case's error
@@ -214,7 +220,7 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
                     "diagnose": checks_wanted(bench, state.case),
                 }
                 timeout = limits.trial_timeout_s(measure.asdict(settings))
-                record = worker.request("checks", state.case, params, timeout_s=timeout)
+                record = worker.checks(state.case, params, timeout_s=timeout)
                 state.apply_checks(record)
             bench.record(state.result)
     except BaseException:  # interrupted: the worker goes too

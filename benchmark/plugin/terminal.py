@@ -13,6 +13,7 @@ import pytest
 
 from benchmark.analysis.summary import DIAGNOSTICS, diagnostic_kind
 from benchmark.execution import measure
+from benchmark.execution.replies import TrialRecord
 from benchmark.metrics import METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
@@ -75,26 +76,27 @@ class Progress:
                 erase=True,
             )
 
-    def done(self, trial, record: dict) -> None:
+    def done(self, trial, record: TrialRecord) -> None:
         self.count += 1
         self.round_trials += 1
         if not self.tty and not self.verbose and time.monotonic() - self.last_line >= PROGRESS_EVERY_S:
             self.line(f"benchmark: round {trial.round + 1}/{self.rounds}: {self.count}/{self.total} trials done, "
                       f"last {trial.case.id}")  # fmt: skip
-        ok = record.get("status") == "ok" and record.get("samples")
-        if not ok and record.get("status") != "skipped":
+        ok = record.status == "ok" and bool(record.samples)
+        failed = not ok and not record.skipped
+        if failed:
             self.errors += 1
-        if self.verbose or (not ok and record.get("status") != "skipped"):
-            samples = sorted(record.get("samples") or [])
+        if self.verbose or failed:
+            samples = sorted(record.samples)
             what = (
                 measure.format_time(samples[len(samples) // 2])
                 if ok
-                else f"{str(record.get('status')).upper()}: {record.get('message')}"
+                else f"{record.status.upper()}: {record.message}"
             )
             self.line(
                 f"  trial {self.count}/{self.total} {trial.case.id} [{trial.case.place} {trial.case.mode}] "
-                f"process {trial.index + 1}/{trial.processes} pid {record.get('pid')}: {what}",
-                red=not ok and record.get("status") != "skipped",
+                f"process {trial.index + 1}/{trial.processes} pid {record.pid}: {what}",
+                red=failed,
             )
 
     def round_done(self, r: int, trials: list) -> None:
