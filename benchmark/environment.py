@@ -28,6 +28,8 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 # Fields of collect_machine() that make timings comparable; the fingerprint hashes exactly these.
 FINGERPRINT_FIELDS = (
     "cpu_model",
@@ -106,7 +108,6 @@ def volatile_environment(machine: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cpu_info() -> dict[str, Any]:
-    import psutil
 
     logical = psutil.cpu_count(logical=True) or os.cpu_count()
     physical = psutil.cpu_count(logical=False)
@@ -127,7 +128,6 @@ def _cpu_model() -> str:
 
 
 def _memory_info() -> dict[str, Any]:
-    import psutil
 
     total = int(psutil.virtual_memory().total)
     # The fingerprint uses whole GiB: the exact byte count moves with kernel reservations.
@@ -138,7 +138,7 @@ def _gpu_info() -> dict[str, Any]:
     """GPU model/count/driver via NVML; any NVML failure (or no pynvml) means "no GPU"."""
     none: dict[str, Any] = {"gpu_count": 0, "gpu_models": [], "gpu_driver": None, "gpus": []}
     try:
-        import pynvml
+        import pynvml  # optional: a machine without it has no GPU to describe
     except ImportError:
         return {**none, "gpu_unavailable": "pynvml is not installed"}
     try:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from benchmark.units import format_seconds
+
 DEVICE_TYPES = ("kernel", "memcpy", "memset")
 COPY_KINDS = ("h2d", "d2h", "d2d", "p2p", "other", "memset")
 # CUPTI copy kinds as paddle names them (MEMCPY_HtoD, ...); anything else (HtoH, arrays) is "other".
@@ -255,7 +257,6 @@ def diff_tables(
 
 def format_ns(ns: float | None) -> str:
     """Nanoseconds (the profiler's unit) written as every duration is: benchmark.units."""
-    from benchmark.units import format_seconds
 
     return format_seconds(None if ns is None else ns * 1e-9)
 

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from benchmark.analysis.summary import process_level_ci, summarize
 from benchmark.model import CaseResult
 from benchmark.records import ProcessValue, Stats
 
@@ -60,7 +61,6 @@ def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float],
     the spread between processes. `processes` is the number of ok trials and `between_cv` their
     spread (`between_process_cv`).
     """
-    from benchmark.analysis.summary import process_level_ci, summarize
 
     pooled = [x for p in processes if p.status == "ok" for x in p.samples]
     stats: dict[str, Any] = summarize(pooled)

@@ -92,3 +92,40 @@ def test_the_import_linter_contracts_hold():
     assert "0 broken" in out
     for contract in ("Layers", "Only benchmark.runners imports paddle and torch", "No import cycles"):
         assert f"{contract}" in out
+
+
+# Where an import may wait until a function runs: the entry points (start-up time) and the runners
+# (the frameworks are optional). Anywhere else it hides the dependency graph, so it must say why on
+# its line (an optional dependency, or one that imports a framework).
+LAZY_IMPORTS_ALLOWED = (
+    "benchmark/cli.py",
+    "benchmark/commands/",
+    "benchmark/plugin/hooks.py",
+    "benchmark/runners/",
+)
+
+
+def function_level_imports(root: Path) -> list[tuple[str, int, str]]:
+    """(file, line, source line) of every import inside a function of the package (migrations aside)."""
+    import ast
+
+    found = []
+    for path in sorted((root / "benchmark").rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Import | ast.ImportFrom):
+                        found.append((path.relative_to(root).as_posix(), sub.lineno, lines[sub.lineno - 1]))
+    return found
+
+
+def test_function_level_imports_only_where_they_keep_start_up_fast_or_a_framework_optional():
+    elsewhere = [
+        (f, n, line) for f, n, line in function_level_imports(ROOT)
+        if not f.startswith(LAZY_IMPORTS_ALLOWED) and "#" not in line
+    ]  # fmt: skip
+    assert elsewhere == [], "move these imports to the top of their module, or say on the line why they wait"

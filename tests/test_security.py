@@ -271,7 +271,7 @@ cases:
 
 def test_attrs_are_bound_against_the_signature(tmp_path):
     text = _dump(_op(name="s", op="paddle.sum", attrs={"axsi": -1}))
-    line = _one_line_refusal(tmp_path, text, "attrs")
+    line = _one_line_refusal(tmp_path, text, "attrs.axsi")  # the bad key, as written
     assert "axsi" in line and "paddle.sum(x, axis" in line
     text = _dump(
         {

@@ -10,6 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmark.compare.sides import CompareError, check_side
+from benchmark.instructions.counting_pass import InstructionPass
+
 if TYPE_CHECKING:
     from benchmark.compare.sides import Side
     from benchmark.instructions.callgrind import Tooling
@@ -30,8 +33,6 @@ def count_build(
     """Each case's instructions per iteration (the median of its samples; None: not counted) on
     the build `python`; None when the build cannot be used (said in one line). `results` gets
     each case's CaseResult, `sides["side"]` the build's checked interpreter."""
-    from benchmark.compare.sides import CompareError, check_side
-    from benchmark.instructions.counting_pass import InstructionPass
 
     try:
         side = check_side(label, python, root)

@@ -130,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     stored = BisectStore(db_url(args.db), group, root=CHECKOUT_DIR) if args.store else None
     say(f"bisect: {len(cases)} case(s) over {len(builds)} builds, instruction counts under callgrind")
 
-    def count(i: int):
+    def count(i: int, only: set[str] | None = None):
+        """Count build i (every case, or the cases `only`); store it; None when it is skipped."""
         try:
             python = cache.python_for(builds[i]) if cache is not None else builds[i]
         except BuildError as e:
@@ -138,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
             return None
         results: dict = {}
         sides: dict = {}
-        values = count_build(builds[i], python, cases, root=CHECKOUT_DIR, tooling=tooling, say=say,
+        chosen = [c for c in cases if only is None or c.id in only]
+        values = count_build(builds[i], python, chosen, root=CHECKOUT_DIR, tooling=tooling, say=say,
                              results=results, sides=sides)  # fmt: skip
         if stored is not None and values is not None:
             stored.add_build(builds[i], python, sides.get("side"), list(results.values()))
@@ -179,13 +181,15 @@ def _confirm(results, count, thresholds, say) -> dict[str, bool]:
     when the new counts still differ by at least its threshold."""
     from benchmark.bisect.search import STEP
 
-    pairs = {(r.good, r.bad) for r in results.values() if r.status == STEP and r.good is not None}
+    wanted: dict[int, set[str]] = {}  # build -> the cases whose step it is an end of
+    for case_id, r in results.items():
+        if r.status == STEP and r.good is not None and r.bad is not None:
+            for i in (r.good, r.bad):
+                wanted.setdefault(i, set()).add(case_id)
     again: dict[int, dict] = {}
-    for good, bad in sorted(pairs):
-        for i in (good, bad):
-            if i not in again:
-                say(f"bisect: confirming: counting build {i} again")
-                again[i] = count(i) or {}
+    for i, only in sorted(wanted.items()):
+        say(f"bisect: confirming: counting build {i} again ({len(only)} case(s))")
+        again[i] = count(i, only) or {}
     out = {}
     for case_id, r in results.items():
         if r.status != STEP:

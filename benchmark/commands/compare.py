@@ -12,7 +12,7 @@ import argparse
 import os
 
 from benchmark.commands._common import add_case_selection, add_db, command
-from benchmark.compare import job as ec
+from benchmark.compare import settings as ec
 from benchmark.compare.sides import VENV_NEEDS
 
 EPILOG = f"""\

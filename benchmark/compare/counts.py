@@ -17,7 +17,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from benchmark.analysis.deterministic import compare_counts
 from benchmark.compare.job import SIDES, CaseState, CountOutcome, Job
+from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
+from benchmark.instructions import callgrind as instructions
+from benchmark.instructions.counting_pass import InstructionPass, default_jobs
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.model import Case, CaseResult
@@ -25,7 +29,6 @@ if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--h
 
 def judge_counts(results: dict[str, CaseResult], min_effect: float, noise_floor: float) -> CountOutcome:
     """The outcome of a case's two counts: an error (or skip) on a side, else the verdict."""
-    from benchmark.analysis.deterministic import compare_counts
 
     outcome = CountOutcome(results=results, min_effect=min_effect, noise_floor=noise_floor)
     for label in SIDES:
@@ -43,7 +46,6 @@ def judge_counts(results: dict[str, CaseResult], min_effect: float, noise_floor:
 def gate_settings(gates_path: str | None) -> Callable[[Case], tuple[float, float]]:
     """Each case's (min_effect, noise_floor) of its instruction series, from `gates_path` (default
     configs/gates.yaml): the `instructions` section and the overrides with `metric: instructions`."""
-    from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 
     gates = load_gates(gates_path or DEFAULT_GATES_PATH)
 
@@ -67,8 +69,6 @@ def count_job(
     each such state's `counts` and `job.instructions`. Without the tooling: `warn` gets one line
     naming the package, and nothing is counted. Ctrl-C (or SIGTERM turned into it) stops the
     counting: the job is then `interrupted`, with the counts finished so far."""
-    from benchmark.instructions import callgrind as instructions
-    from benchmark.instructions.counting_pass import InstructionPass, default_jobs
 
     todo = [s for s in job.states if instructions.eligible(s.case) and s.error is None and s.skipped is None]
     if not todo:
@@ -119,9 +119,7 @@ def _result(future: Future, case: Case) -> CaseResult:
     try:
         return future.result()
     except Exception as e:  # e.g. OSError starting valgrind: the case errors, the others go on
-        from benchmark.instructions.callgrind import instruction_result_base
-
-        r = instruction_result_base(case)
+        r = instructions.instruction_result_base(case)
         r.status, r.message = "error", f"not counted ({type(e).__name__}: {e})"
         return r
 

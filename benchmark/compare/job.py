@@ -10,8 +10,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from benchmark.analysis import sequential as seq
 from benchmark.compare.sides import CompareError, Side
+from benchmark.execution import measure, trials
 from benchmark.execution.replies import TrialRecord
+from benchmark.execution.workers import Worker
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.analysis.deterministic import CountComparison
@@ -20,12 +23,15 @@ if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--h
     from benchmark.model import Case, CaseResult
     from benchmark.records import ProcessValue
 
-SIDES = ("A", "B")
-DEFAULT_BUDGET_MIN = 10.0
-DEFAULT_ALPHA = 0.01  # a job's error budget for slower/faster verdicts, over all cases and looks
-DEFAULT_MIN_EFFECT = 0.02  # differences below 2% are "same"
-DEFAULT_MAX_PAIRS = 200
-DEFAULT_TRIAL_PROCESSES = 3  # each trial gets the settings of one of 3 suite processes (per_process)
+from benchmark.compare.settings import (  # noqa: F401 (the defaults, read from here too)
+    DEFAULT_ALPHA,
+    DEFAULT_BUDGET_MIN,
+    DEFAULT_MAX_PAIRS,
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_TRIAL_PROCESSES,
+    SIDES,
+)
+
 ERROR, SKIPPED = "error", "skipped"  # the verdicts of a case's counts that are no comparison
 
 
@@ -70,7 +76,6 @@ class CaseState:
 
     @property
     def verdict(self) -> str:
-        from benchmark.analysis import sequential as seq
 
         if self.error is not None:
             return seq.ERROR
@@ -107,7 +112,6 @@ class Job:
     def exit_code(self) -> int:
         """1 when a case is slower in time or in instructions; else 2 when one could not be
         measured (or the job was interrupted); else 0."""
-        from benchmark.analysis import sequential as seq
 
         code = seq.exit_code(self.verdicts() + self.count_verdicts())
         return 2 if self.interrupted and code == 0 else code
@@ -115,7 +119,6 @@ class Job:
 
 def start_worker(side: Side, output=None):
     """A fresh worker process of `side` (benchmark.execution.workers.Worker with its interpreter and env)."""
-    from benchmark.execution.workers import Worker
 
     return Worker(python=side.python, env=side.env, stderr=output)
 
@@ -139,7 +142,6 @@ def serve_pairs(
     that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
     the step holds. A fresh worker takes over a side whose worker died; every worker started is
     appended to `used`. Returns {side: {case key: (its trial record, its trial order)}}."""
-    from benchmark.execution import trials
 
     got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
     current = dict(workers)
@@ -165,7 +167,6 @@ def serve_pairs(
 def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
     """The `time` request's settings of one trial of `case`: `base` with the case's own `measure`
     overrides, per process as in a suite run of `processes` worker processes."""
-    from benchmark.execution import measure
 
     return measure.asdict(base.override(case.measure).per_process(processes))
 
@@ -179,7 +180,6 @@ def measured(states: Sequence[CaseState]) -> int:
 def _decide(state: CaseState, alpha: float, cases: int, *, final: bool = False) -> None:
     """Look at a case when its pair count is on the look schedule (or, `final`, once more at the
     end of the job when it is not, as one further look)."""
-    from benchmark.analysis import sequential as seq
 
     n = len(state.pairs)
     if n < seq.MIN_PAIRS:

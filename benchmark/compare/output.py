@@ -9,9 +9,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmark import environment
+from benchmark.analysis import sequential as seq
 from benchmark.compare.counts import count_dict, side_count_result
 from benchmark.compare.job import SIDES, CaseState, Job
+from benchmark.model import CaseResult
+from benchmark.records import Stats
 from benchmark.report.comparison import inconclusive_words
+from benchmark.results import summarize_processes
 from benchmark.units import MISSING, format_percent
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
@@ -28,7 +33,6 @@ def pct(x: float) -> str:
 
 def case_line(s: CaseState) -> str:
     """One printed row: verdict, case, B/A ratio, interval, pairs (and what an inconclusive one needs)."""
-    from benchmark.analysis import sequential as seq
 
     head = f"{s.verdict.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
     d = s.decision
@@ -96,9 +100,6 @@ def job_dict(job: Job) -> dict[str, Any]:
 
 def side_result(state: CaseState, label: str) -> CaseResult:
     """The case's result on one side: per-process entries, pooled samples, run value."""
-    from benchmark.model import CaseResult
-    from benchmark.records import Stats
-    from benchmark.results import summarize_processes
 
     r = CaseResult.for_case(state.case)
     r.processes = list(state.entries[label])
@@ -130,7 +131,6 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
     """Store both sides as two runs of one run group (default "compare-<UTC timestamp>"), each with
     a note naming its side, interpreter and paddle version, its time results and (--instructions)
     its instruction results; returns the run ids by side."""
-    from benchmark import environment
 
     ended = dt.datetime.now(dt.timezone.utc)
     started = ended - dt.timedelta(seconds=job.elapsed_s)  # each side's run spans the whole job

@@ -20,10 +20,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from _pytest.mark.expression import Expression
+
+from benchmark import runners
 from benchmark.compare import counts
 from benchmark.compare import job as jobs
+from benchmark.compare.live import Progress
 from benchmark.compare.output import case_line, job_dict, store_job
 from benchmark.compare.sides import CompareError, check_sides
+from benchmark.config import load_paths
+from benchmark.execution import measure
+from benchmark.gate.settings import load_gates, with_min_effect
+from benchmark.paths import CHECKOUT_DIR, CONFIGS_DIR, db_url
+from benchmark.report import comparison
+from benchmark.report.comparison import interval_level
+from benchmark.store import open_store
 
 if TYPE_CHECKING:
     from benchmark.model import Case
@@ -79,9 +90,6 @@ def _csv(text: str | None) -> list[str] | None:
 def select_cases(req: Request) -> list[Case]:
     """The cases to compare: loaded and validated (without importing paddle here), then filtered by
     --place, --tags (default: all but 'slow') and -k. Default configs: the harness's configs/."""
-    from benchmark import runners
-    from benchmark.config import load_paths
-    from benchmark.paths import CONFIGS_DIR
 
     paths = req.configs or [str(CONFIGS_DIR)]
     cases, issues = load_paths(paths, checks=runners.config_checks(resolve=False))
@@ -92,8 +100,6 @@ def select_cases(req: Request) -> list[Case]:
         )
     expr = None
     if req.keyword:
-        from _pytest.mark.expression import Expression  # pytest's own -k grammar
-
         try:
             expr = Expression.compile(req.keyword)
         except (SyntaxError, ValueError) as e:  # ParseError before pytest 8.4, SyntaxError since
@@ -130,7 +136,6 @@ def min_effects(req: Request) -> Callable[[Case], float]:
     if req.gates is None:
         value = jobs.DEFAULT_MIN_EFFECT if req.min_effect is None else req.min_effect
         return lambda case: value
-    from benchmark.gate.settings import load_gates, with_min_effect
 
     gates = with_min_effect(load_gates(req.gates), req.min_effect)
     return lambda case: gates.for_case(case.case_id, case.name, case.place).min_effect
@@ -139,11 +144,6 @@ def min_effects(req: Request) -> Callable[[Case], float]:
 def compare(req: Request) -> int:
     """Run the comparison `req` describes; returns the exit status (0: no case slower in B, 1: one
     is, 2: a case could not be measured on a side). Progress goes to stderr, results to stdout."""
-    from benchmark.compare.live import Progress
-    from benchmark.execution import measure
-    from benchmark.paths import CHECKOUT_DIR, db_url
-    from benchmark.report.comparison import interval_level
-    from benchmark.store import open_store
 
     def say(line: str) -> None:
         if not req.quiet:
@@ -240,7 +240,6 @@ def _sigterm_interrupts():
 
 
 def _write_outputs(job: jobs.Job, req: Request) -> None:
-    from benchmark.report import comparison
 
     if req.markdown:
         Path(req.markdown).write_text(comparison.markdown(job) + counts.markdown(job), encoding="utf-8")

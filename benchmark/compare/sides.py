@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,6 @@ def check_sides(
 ) -> dict[str, Side]:
     """`check_side` of both sides at once (each check imports paddle); the first side's problem
     is raised when both have one."""
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(pythons)) as pool:
         futures = {label: pool.submit(check_side, label, python, root) for label, python in pythons.items()}

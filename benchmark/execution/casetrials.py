@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from benchmark.analysis.summary import stability_warnings
 from benchmark.execution import measure
 from benchmark.execution.replies import ChecksRecord, TrialRecord
 from benchmark.model import Case, CaseResult
 from benchmark.records import ProcessValue, Stats
+from benchmark.results import summarize_processes
 
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10
@@ -53,8 +55,6 @@ class CaseTrials:
     def finish(self) -> CaseResult:
         """The case's result from its trials (see the shared contract: run value = median of the
         process values, pooled raw samples, per-process entries)."""
-        from benchmark.analysis.summary import stability_warnings
-        from benchmark.results import summarize_processes
 
         r = self.result
         r.processes = self.entries

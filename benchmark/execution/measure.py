@@ -30,6 +30,7 @@ from typing import Any
 from benchmark.analysis.summary import stability_warnings, summarize
 from benchmark.model import CaseResult
 from benchmark.records import Stats
+from benchmark.units import format_seconds
 
 # glibc mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD = -1
@@ -339,6 +340,5 @@ def measure_rounds(
 
 def format_time(seconds: float | None) -> str:
     """Seconds in the unit that fits (ns, µs, ms or s), as everywhere: `benchmark.units.format_seconds`."""
-    from benchmark.units import format_seconds
 
     return format_seconds(seconds)

@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import psutil
+
 from benchmark.execution.replies import ChecksRecord, CountRecord, TrialRecord
 from benchmark.model import Case
 
@@ -120,7 +122,6 @@ class Worker:
         heap at that point is where every forked child starts from). Read from the pid the worker
         reports, which behind a command prefix need not be the one this class started. None where
         not readable."""
-        import psutil
 
         ready = json.loads(line)
         try:

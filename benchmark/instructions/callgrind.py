@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmark.analysis.summary import summarize
+from benchmark.execution import measure
 from benchmark.execution.replies import CountRecord
 from benchmark.model import CaseResult
 from benchmark.records import Stats
@@ -326,7 +328,6 @@ def worker_env(allocator_control: bool = True, environ: dict[str, str] | None = 
     os.environ), plus what makes counts the same whoever starts the worker: WORKER_ENV, a fixed
     hash seed, thread counts of 1 and the suite's allocator thresholds, each unless already set.
     Not padded yet: see `pad_env`."""
-    from benchmark.execution import measure
 
     source = os.environ if environ is None else environ
     kept = {k: v for k, v in source.items() if k in KEEP_ENV or k.startswith(KEEP_ENV_PREFIXES)}
@@ -378,7 +379,6 @@ def instruction_result_base(case) -> CaseResult:
 
 def fill_result(result: CaseResult, record: CountRecord, tooling: Tooling | None = None) -> CaseResult:
     """A worker's record -> the instructions result (samples are instructions per iteration)."""
-    from benchmark.analysis.summary import summarize
 
     result.finished_at = time.time()
     if record.status != "ok":

@@ -9,6 +9,7 @@ What is measured and how is in `benchmark.instructions.callgrind` and the README
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import dataclasses
 import os
@@ -72,7 +73,6 @@ def precompile_harness() -> None:
     0.5% (dynamic) and 0.2% (static) apart from the later passes, which agreed to 0.0001%. The
     workers themselves never write bytecode (PYTHONDONTWRITEBYTECODE, `instructions.worker_env`),
     so whatever is not compiled here is compiled the same way by every worker."""
-    import compileall
 
     root = os.path.dirname(os.path.abspath(__file__))
     if root in _PRECOMPILED:

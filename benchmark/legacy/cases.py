@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from benchmark import allowlist
 from benchmark.legacy import ops as T
 from benchmark.legacy.values import (
     NotConvertible,
@@ -304,7 +305,6 @@ def _reference(entry, api, attrs) -> str | None:
     name = (entry.get("references") or {}).get(api)
     if not name or not set(attrs) <= T.REFERENCE_ATTRS:
         return None
-    from benchmark import allowlist
 
     return name if allowlist.check("reference", name) is None else None
 

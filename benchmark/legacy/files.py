@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmark import legacy
+from benchmark import legacy, runners
+from benchmark.config import load_paths
 from benchmark.limits import DEFAULT_MAX_CASES
 
 
@@ -36,8 +37,6 @@ class _Validator:
     memory stays bounded by the largest input file), with case ids unique across all of them."""
 
     def __init__(self):
-        from benchmark import runners
-        from benchmark.config import load_paths
 
         self.load_paths = load_paths
         self.checks = runners.config_checks()
@@ -57,12 +56,11 @@ class _Validator:
 
 def _resolver():
     """`paddle_ops.resolve_op` (allowlisted names only), or None where paddle is not importable."""
-    from benchmark import runners
 
     ok, _ = runners.framework_available()
     if not ok:
         return None
-    from benchmark.runners.paddle_ops import resolve_op
+    from benchmark.runners.paddle_ops import resolve_op  # imports paddle, only when it is there
 
     return resolve_op
 

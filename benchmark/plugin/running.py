@@ -14,13 +14,17 @@ from typing import Any
 
 import pytest
 
-from benchmark import limits
-from benchmark.execution import measure
+from benchmark import limits, runners
+from benchmark.execution import measure, trials
 from benchmark.execution.casetrials import CaseTrials, apply_checks
 from benchmark.execution.replies import ChecksRecord
+from benchmark.execution.workers import Worker
 from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
+from benchmark.report.text import format_decision
+from benchmark.telemetry.devices import nvml_device_index
+from benchmark.telemetry.sampler import NvmlSampler
 
 
 def run_gate(case: Case, bench: BenchSession) -> None:
@@ -29,8 +33,6 @@ def run_gate(case: Case, bench: BenchSession) -> None:
     counted = bench.gate_decision(case, "instructions")  # None without --bench-instructions
     failing = [x for x in (d, counted) if x is not None and x.failing]
     if failing:
-        from benchmark.report.text import format_decision
-
         pytest.fail("\n".join(format_decision(x) for x in failing), pytrace=False)
     if d is None or d.verdict == "skipped":
         pytest.skip("no result of this case in this run")
@@ -43,9 +45,7 @@ def start_telemetry(place: str, interval: float):
     """
     if not place.startswith("gpu"):
         return None
-    from benchmark.telemetry.devices import nvml_device_index
-    from benchmark.telemetry.nvml import nvml_status
-    from benchmark.telemetry.sampler import NvmlSampler
+    from benchmark.telemetry.nvml import nvml_status  # NVML only for GPU places, and only then
 
     if not nvml_status()[0]:
         return None
@@ -59,7 +59,6 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     """Prepare, measure and record one case in this process (--bench-processes 0); skips and
     errors are recorded too, never as numbers. `benchmark`: pytest-benchmark's fixture, or a
     callable returning it (requested only for a case that is measured)."""
-    from benchmark import runners
 
     result = CaseResult.for_case(case)
     ok, reason = runners.framework_available(bench.framework)
@@ -85,7 +84,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
         result.status = "ok"
         checks = checks_wanted(bench, case)
         if checks:  # after the timed measurement, never inside it; what the `checks` worker task does
-            from benchmark.runners.worker import run_checks as run_case_checks
+            from benchmark.runners.worker import run_checks as run_case_checks  # imports the framework
 
             apply_checks(
                 result,
@@ -114,7 +113,6 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
 def check_case(case: Case, bench: BenchSession) -> None:
     """--benchmark-disable: prepare the case and run one step of it in this process, untimed (a
     quick check that a config runs); skipped where it cannot run here; nothing is recorded."""
-    from benchmark import runners
 
     ok, reason = runners.framework_available(bench.framework)
     if ok:
@@ -201,7 +199,6 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
     """The checks after timing of the cases `keys` (measured ok), in one worker of their own
     after all trials, so that a profiler or a torch import never shares a process with a
     timing; then each case is recorded."""
-    from benchmark.execution.workers import Worker
 
     progress.line(f"benchmark: checks after timing (reference, torch, profile) of {len(keys)} case(s)")
     worker = None
@@ -236,9 +233,6 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
     """Measure every selected case in worker processes, in randomized interleaved rounds
     (`benchmark.execution.trials`), before the items run; each case is recorded (history, JSON) as soon
     as its last trial is in, and its item then reports it."""
-    from benchmark import runners
-    from benchmark.execution import trials
-    from benchmark.execution.workers import Worker
 
     cases = item_cases(items)
     if bench.processes == 0 or not cases:

@@ -21,15 +21,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from benchmark import environment, runners
 from benchmark.config import load_paths
 from benchmark.execution import measure
+from benchmark.gate.judge import judge
+from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
+from benchmark.instructions import callgrind as instructions
+from benchmark.instructions.counting_pass import InstructionPass, default_jobs
 from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
 from benchmark.plugin.defaults import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.plugin.selection import as_torch_case, csv, select_cases, shard_cases
 from benchmark.records import Stats
-from benchmark.results import json_safe
+from benchmark.results import json_safe, timing_problem
+from benchmark.store import StoreError, open_store
+from benchmark.store.core import HEARTBEAT_PERIOD_S
+from benchmark.telemetry.devices import warn_once
 
 if TYPE_CHECKING:
     from benchmark.instructions.counting_pass import InstructionPass
@@ -108,7 +116,6 @@ class BenchSession:
 
     # -- cases ---------------------------------------------------------------------------
     def _load_cases(self) -> list[Case]:
-        from benchmark import runners
 
         opt = self.config.getoption
         paths = opt("bench_config") or [str(self.root / "configs")]
@@ -137,7 +144,6 @@ class BenchSession:
     # -- history -------------------------------------------------------------------------
     def open_history(self) -> None:
         """Open the history before anything is measured: a bad URL stops the session here."""
-        from benchmark import environment, runners
 
         self.machine = environment.collect_machine()
         framework = {}
@@ -168,7 +174,6 @@ class BenchSession:
                     "--bench-gate judges runs from the history: it cannot run with --bench-no-store"
                 )
             return
-        from benchmark.store import StoreError, open_store
 
         try:
             self.store = open_store(self.config.getoption("bench_db"), project_root=self.root)
@@ -199,8 +204,6 @@ class BenchSession:
         self.run_info["run_group"] = self.run_group
         if self.store is None:
             return
-        from benchmark.store import StoreError  # imported only with a store: --bench-no-store starts faster
-        from benchmark.store.core import HEARTBEAT_PERIOD_S
 
         self.run_info["heartbeat_s"] = HEARTBEAT_PERIOD_S
         try:
@@ -234,9 +237,6 @@ class BenchSession:
         if self.store is None or self.run_id is None:
             return None
         if self.decisions is None:
-            from benchmark.gate.judge import judge
-            from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
-
             gates = load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
             self.decisions = {d.key: d for d in judge(self.store, self.run_id, gates).decisions}
         return self.decisions.get((case.case_id, case.place, case.mode, metric))
@@ -246,7 +246,6 @@ class BenchSession:
         instruction counts are not measured (the suite goes on with time only)."""
         if not config.getoption("bench_instructions"):
             return
-        from benchmark.instructions import callgrind as instructions
 
         if not any(instructions.eligible(c) for c in self.cases):
             return
@@ -256,7 +255,6 @@ class BenchSession:
             _say(config, str(e))
             self.run_info["instructions"] = {"measured": False, "reason": str(e)}
             return
-        from benchmark.instructions.counting_pass import InstructionPass, default_jobs
 
         jobs = config.getoption("bench_instruction_jobs") or default_jobs()
         self.instructions = InstructionPass(
@@ -283,7 +281,6 @@ class BenchSession:
         return len(todo)
 
     def counts_instructions(self, case: Case) -> bool:
-        from benchmark.instructions import callgrind as instructions
 
         return self.instructions is not None and instructions.eligible(case)
 
@@ -292,7 +289,6 @@ class BenchSession:
         counter = self.instructions
         if counter is None or not self.counts_instructions(case):
             return
-        from benchmark.instructions import callgrind as instructions
 
         future = self.instruction_counts.pop(case.id, None)
         if future is not None:  # counted in the background since the trials ended
@@ -315,8 +311,6 @@ class BenchSession:
 
     def check_telemetry(self, config: pytest.Config) -> None:
         """Say once, in one line, when CUDA cases will run without GPU telemetry."""
-        from benchmark import runners
-        from benchmark.telemetry.devices import warn_once
 
         gpu_places = {c.place for c in self.cases if c.place.startswith("gpu")}
         if not gpu_places or not runners.framework_available(self.framework)[0]:
@@ -332,7 +326,6 @@ class BenchSession:
             (emit or print)(note)
 
     def record(self, result: CaseResult) -> None:
-        from benchmark.results import timing_problem
 
         problem = timing_problem(result)
         if problem:  # NaN, inf or non-positive timings are an error of the case, never numbers
@@ -348,7 +341,6 @@ class BenchSession:
     def store_result(self, result: CaseResult) -> None:
         if self.store is None or self.run_id is None or self.store_error is not None:
             return
-        from benchmark.store import StoreError
 
         try:
             self.store.add_result(self.run_id, result.to_dict())
@@ -413,8 +405,6 @@ class BenchSession:
             self.instructions.close()
         self.status, self.note = self.final_status(exitstatus)
         if self.store is not None and self.run_id is not None:
-            from benchmark.store import StoreError
-
             try:
                 self.status = self.store.finish_run(self.run_id, self.status, note=self.note)
             except StoreError as e:
@@ -428,8 +418,6 @@ class BenchSession:
             where = f"; every result is in history run {self.run_id}" if self.stored else ""
             self.problems.append(f"--bench-json: the summary was not written: {self.json_error}{where}")
             if self.store is not None and self.run_id is not None and self.store_error is None:
-                from benchmark.store import StoreError
-
                 with contextlib.suppress(StoreError):  # the run record says so too (the gate prints it)
                     self.store.add_note(self.run_id, f"JSON summary not written: {self.json_error}")
         return not self.problems

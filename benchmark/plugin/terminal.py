@@ -14,6 +14,7 @@ import pytest
 from benchmark.analysis.summary import DIAGNOSTICS, diagnostic_kind
 from benchmark.execution import measure
 from benchmark.execution.replies import TrialRecord
+from benchmark.instructions.callgrind import spread
 from benchmark.metrics import METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
@@ -202,7 +203,6 @@ def _write_metric_table(tr, name: str, results: list) -> None:
                 f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {r.status.upper()}: {r.message or ''}"
             )
             continue
-        from benchmark.instructions.callgrind import spread
 
         tr.write_line(
             f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {m.cell(r.stats.median or 0):>14} "

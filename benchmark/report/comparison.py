@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from benchmark.analysis import sequential as seq
+from benchmark.report.plots import ab_chart, plain_text, save
 from benchmark.report.run_rows import Row
 from benchmark.units import MISSING, format_seconds
 
@@ -139,7 +140,6 @@ def rows(job) -> list[Row]:
 
 def chart(job):
     """The A/B chart of the job (a matplotlib Figure)."""
-    from benchmark.report.plots import ab_chart
 
     a, b = job.sides["A"], job.sides["B"]
     title = f"B/A: paddle {b.paddle_version} (B) against {a.paddle_version} (A), {job.steps} steps"
@@ -174,7 +174,6 @@ def interval_level(job) -> str:
 
 def write_chart(job, path: str | Path) -> list[Path]:
     """Write the chart to `path`: its suffix (.png, .svg) picks the format; no such suffix: both."""
-    from benchmark.report.plots import plain_text, save
 
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")

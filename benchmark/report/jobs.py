@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmark.model import CaseResult, Series
+from benchmark.report import plots, trend
 from benchmark.report.parallel import parallel_map
+from benchmark.report.plots import has_timeline
 from benchmark.report.run_rows import Row, SeriesAnalysis
 
 if TYPE_CHECKING:
@@ -76,7 +78,6 @@ def build(
     """The jobs of a report, into `out`: the A/B chart of run `run_id` when `rows` is given (first: the
     longest job starts while the others are shared out), a trend per (series, analysis), and an NVML
     timeline per (series key, result) that has one. Trends and timelines go into `out/series_dir`."""
-    from benchmark.report.plots import has_timeline
 
     base, where, fmts = Path(out), Path(out) / series_dir, tuple(formats)
     jobs = []
@@ -100,7 +101,6 @@ def build(
 def render_job(job: PlotJob) -> Rendered:
     """Build and save one figure; returns what was written (nothing when there was nothing to plot).
     Every label is plain text: `text.parse_math` is off, so a ``$`` in a case id is a dollar sign."""
-    from benchmark.report import plots, trend
 
     with plots.plain_text():
         return _render_job(job, plots, trend)

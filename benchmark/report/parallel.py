@@ -11,6 +11,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 
 def default_workers() -> int:
     """The number of CPUs (at least 1)."""
@@ -54,8 +57,6 @@ class _Progress:
         self.bar: Any = None
 
     def __enter__(self) -> Callable[[], None]:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         console = Console(stderr=True)
         enabled = console.is_terminal if self.enabled is None else self.enabled

@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_benchmark.stats import Stats
+
 from benchmark.model import CaseResult
 from benchmark.records import RunRecord
 from benchmark.store.core import Store
@@ -177,7 +179,6 @@ def _pytest_machine_info(machine: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pytest_benchmark_entry(result: Mapping[str, Any]) -> dict[str, Any]:
-    from pytest_benchmark.stats import Stats
 
     stats = Stats()
     for value in result["samples"]:
@@ -198,7 +199,7 @@ def _pytest_benchmark_entry(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def _pytest_benchmark_version() -> str:
     try:
-        from importlib.metadata import version
+        from importlib.metadata import version  # only for the pytest-benchmark export
 
         return version("pytest-benchmark")
     except Exception:  # pragma: no cover - pytest-benchmark is a dependency

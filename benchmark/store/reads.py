@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import psutil
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -311,7 +312,6 @@ def _history_point(row: Mapping[str, Any], processes: list[ProcessValue] | None)
 
 def _pid_alive(pid: int, started_at: dt.datetime | None) -> bool:
     """Whether the process that started the run still exists (and is not a newer process, same pid)."""
-    import psutil
 
     try:
         proc = psutil.Process(pid)

@@ -1,0 +1,11 @@
+"""`benchmark compare`'s sides and defaults: plain constants, so that `benchmark compare --help` shows
+them without importing the job (numpy, scipy)."""
+
+from __future__ import annotations
+
+SIDES = ("A", "B")
+DEFAULT_BUDGET_MIN = 10.0
+DEFAULT_ALPHA = 0.01  # a job's error budget for slower/faster verdicts, over all cases and looks
+DEFAULT_MIN_EFFECT = 0.02  # differences below 2% are "same"
+DEFAULT_MAX_PAIRS = 200
+DEFAULT_TRIAL_PROCESSES = 3  # each trial gets the settings of one of 3 suite processes (per_process)
