@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _confirm(results, count, thresholds, say) -> dict[str, bool]:
     """Count the two builds of each step found once more, side by side: a case's step is confirmed
-    when the new counts still differ by at least its threshold."""
+    when the new counts still put the last good build under its threshold and the first bad one at
+    or over it (both against the case's first build, as the search judged them)."""
     from benchmark.bisect.search import STEP
 
     wanted: dict[int, set[str]] = {}  # build -> the cases whose step it is an end of
@@ -195,5 +196,6 @@ def _confirm(results, count, thresholds, say) -> dict[str, bool]:
         if r.status != STEP:
             continue
         before, after = again.get(r.good, {}).get(case_id), again.get(r.bad, {}).get(case_id)
-        out[case_id] = bool(before and after and after / before - 1 >= thresholds[case_id])
+        base, limit = r.baseline, thresholds[case_id]
+        out[case_id] = bool(before and after and base and before / base - 1 < limit <= after / base - 1)
     return out
