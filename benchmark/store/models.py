@@ -16,6 +16,10 @@
 - telemetry / profile: a result's NVML timeline and its profiler op table.
 - result_process: one row per worker-process trial of a result (issue 11), with its raw samples.
 
+The classes carry a `Row` suffix (`MachineRow`, `RunRow`, `CaseRow`, `SeriesRow`, `ResultRow`,
+`TelemetryRow`, `ProfileRow`, `ResultProcessRow`) so they are never mistaken for the typed records of
+`benchmark.model` (`Case`, `Series`, `CaseResult`) that the store's reads return.
+
 Migrations live in `migrations/`; every schema change here needs a new revision there.
 """
 
@@ -131,7 +135,7 @@ class Base(DeclarativeBase):
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 
-class Machine(Base):
+class MachineRow(Base):
     __tablename__ = "machine"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -141,7 +145,7 @@ class Machine(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
 
 
-class Run(Base):
+class RunRow(Base):
     __tablename__ = "run"
     __table_args__ = (
         sa.Index(None, "machine_id", "started_at"),
@@ -187,7 +191,7 @@ class Run(Base):
     baseline: Mapped[bool] = mapped_column(sa.Boolean(), server_default=sa.true())
 
 
-class Case(Base):
+class CaseRow(Base):
     __tablename__ = "case"
     __table_args__ = (sa.UniqueConstraint("case_id", "config_hash"),)
 
@@ -199,7 +203,7 @@ class Case(Base):
     config_hash: Mapped[str] = mapped_column(sa.String(64))
 
 
-class Series(Base):
+class SeriesRow(Base):
     __tablename__ = "series"
     __table_args__ = (sa.UniqueConstraint("case_pk", "machine_id", "place", "mode", "metric"),)
 
@@ -213,7 +217,7 @@ class Series(Base):
     metric: Mapped[str] = mapped_column(sa.String(32), server_default="time")
 
 
-class Result(Base):
+class ResultRow(Base):
     __tablename__ = "result"
     # "The latest N ok results of a series before T", in index order (id breaks ties).
     __table_args__ = (sa.Index(None, "series_id", "status", "run_time", "id"),)
@@ -257,7 +261,7 @@ class Result(Base):
     accuracy: Mapped[dict | None] = mapped_column(JSONType)
 
 
-class Telemetry(Base):
+class TelemetryRow(Base):
     """NVML telemetry of one result (revision 0002): summary numbers and a compact timeline."""
 
     __tablename__ = "telemetry"
@@ -270,7 +274,7 @@ class Telemetry(Base):
     timeline_format: Mapped[str | None] = mapped_column(sa.String(32))
 
 
-class Profile(Base):
+class ProfileRow(Base):
     """Profiler pass of one result (revision 0002): op table, host/device copy counts, the rest."""
 
     __tablename__ = "profile"
@@ -282,7 +286,7 @@ class Profile(Base):
     info: Mapped[dict] = mapped_column(JSONType)
 
 
-class ResultProcess(Base):
+class ResultProcessRow(Base):
     """One worker-process trial of a result (revision 0006): its raw samples (float64 bytes, as
     `result.samples`) and value (their median), its pid and place in the run's trial order."""
 
@@ -307,5 +311,5 @@ def _table(model: type[Base]) -> sa.Table:
     return cast(sa.Table, model.__table__)
 
 
-MACHINE, RUN, CASE, SERIES, RESULT = (_table(m) for m in (Machine, Run, Case, Series, Result))
-TELEMETRY, PROFILE, PROCESS = _table(Telemetry), _table(Profile), _table(ResultProcess)
+MACHINE, RUN, CASE, SERIES, RESULT = (_table(m) for m in (MachineRow, RunRow, CaseRow, SeriesRow, ResultRow))
+TELEMETRY, PROFILE, PROCESS = _table(TelemetryRow), _table(ProfileRow), _table(ResultProcessRow)
