@@ -410,3 +410,24 @@ def test_the_write_api_takes_typed_records_only(store, machine, make_result):
     stored = store.run(run_id)
     assert (stored.trigger, stored.run_group, stored.machine) == ("test", "g", "machine-a")
     assert [r.case_id for r in store.results(run_id)] == ["op.a"]
+
+
+def test_known_extra_keys_are_fields_and_stored_where_they_were(store, machine, make_result):
+    """`torch`, `traceback` and `compare` are CaseResult fields; the stored and exported JSON keeps
+    them inside `extra`, in the order the result was read with (an old history keeps its bytes)."""
+    fresh = make_result("op.a", extra={"prepare_s": 0.5})
+    fresh.torch, fresh.compare = {"status": "ok", "median": 1e-3}, {"side": "A", "verdict": "same"}
+    assert list(fresh.to_dict()["extra"]) == ["prepare_s", "torch", "compare"]
+    assert "torch" not in fresh.to_dict() and "extra_keys" not in fresh.to_dict()
+    # A result whose extra has them elsewhere (an older writer) is written back in that order.
+    old = make_result("op.b", samples=[], status="error", message="boom",
+                      extra={"traceback": "Traceback ...", "prepare_s": 0.1, "op": "paddle.abs"})  # fmt: skip
+    assert old.traceback == "Traceback ..." and old.extra == {"prepare_s": 0.1, "op": "paddle.abs"}
+    assert list(old.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]
+    run_id = new_run(store, machine)
+    store.add_results(run_id, [fresh, old])
+    a, b = store.results(run_id)
+    assert a.torch == fresh.torch and a.compare == fresh.compare and a.traceback is None
+    assert a.extra == {"prepare_s": 0.5}
+    assert b.traceback == "Traceback ..." and b.to_dict()["extra"] == old.to_dict()["extra"]
+    assert list(b.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]

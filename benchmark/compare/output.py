@@ -112,7 +112,7 @@ def side_result(state: CaseState, label: str) -> CaseResult:
         r.samples, r.stats = pooled, stats
         r.iterations = next((e.iterations for e in r.processes if e.status == "ok"), 1)
     d = state.decision
-    r.extra["compare"] = {
+    r.compare = {
         "side": label,
         "verdict": state.verdict,
         "ratio_b_over_a": d.ratio if d else None,

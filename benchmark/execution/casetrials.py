@@ -65,7 +65,7 @@ class CaseTrials:
             elif self.error is None:
                 self.error = message
                 if record.get("traceback"):
-                    self.result.extra["traceback"] = record["traceback"]
+                    self.result.traceback = record["traceback"]
         self.done = bool(self.skipped or self.error) or trial.index == trial.processes - 1
         return self.done
 
@@ -150,7 +150,7 @@ def apply_checks(r: CaseResult, record: dict) -> None:
         message = str(record.get("message") or "no record")
         r.message = f"checks after timing: {message.replace('worker process:', 'worker process')}"
         if record.get("traceback"):
-            r.extra["traceback"] = record["traceback"]
+            r.traceback = record["traceback"]
         return
     if record.get("accuracy") is not None:
         r.accuracy = record["accuracy"]
@@ -162,6 +162,6 @@ def apply_checks(r: CaseResult, record: dict) -> None:
         median = r.stats.median
         if torch.get("status") == "ok":
             torch["paddle_over_torch"] = median / torch["median"] if median and torch.get("median") else None
-        r.extra["torch"] = torch
+        r.torch = torch
     if record.get("profile") is not None:
         r.profile = record["profile"]

@@ -386,7 +386,7 @@ def fill_result(result: CaseResult, record: dict[str, Any], tooling: Tooling | N
         result.status = status if status in ("skipped", "error") else "error"
         result.message = record.get("message") or "the instruction-count worker gave no reason"
         if record.get("traceback"):
-            result.extra["traceback"] = record["traceback"]
+            result.traceback = record["traceback"]
         return result
     if "chunks" in record:  # a worker's record: integer chunk totals, the parent divides
         samples = per_iteration(

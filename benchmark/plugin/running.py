@@ -16,8 +16,8 @@ import pytest
 
 from benchmark import limits
 from benchmark.execution import measure
-from benchmark.model import Case, CaseResult
 from benchmark.execution.casetrials import CaseTrials, apply_checks
+from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
 
@@ -92,7 +92,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     except Exception as e:  # noqa: BLE001 - any failure of a case is recorded as that case's error
         result.status = "error"
         result.message = f"{type(e).__name__}: {e}".splitlines()[0][:500]
-        result.extra["traceback"] = traceback.format_exc(limit=8)
+        result.traceback = traceback.format_exc(limit=8)
     finally:
         if sampler is not None:
             sampler.stop()

@@ -200,7 +200,7 @@ def _write_time_row(tr, r) -> None:
         tr.write_line(f"    warning: {w}", yellow=True)
     if r.status != "ok":
         tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
-    torch = r.extra.get("torch") or {}
+    torch = r.torch or {}
     if torch.get("paddle_over_torch"):
         tr.write_line(
             f"    vs torch: {measure.format_time(torch['median'])} per iteration, "
