@@ -9,12 +9,16 @@ recorded per run instead (`volatile_environment`), and an upgrade is an event on
 which framework build (passed in by the caller: this module never imports paddle), the environment
 variables that change speed (thread counts, allocator settings, `FLAGS_*`), the trigger and tags.
 
-Everything returned is plain JSON-serialisable data.
+Everything they return is plain JSON-serialisable data. The store takes a run's start as typed
+records: `MachineDescription` (a description and its fingerprint) and `RunDescription` (the run's
+columns as fields, everything else recorded with the run in `extra`), made from those dicts with
+`MachineDescription.of` and `RunDescription.of`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import os
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +314,75 @@ def _cpu_governor() -> str | None:
         return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
     except OSError:
         return None
+
+
+# --------------------------------------------------------------------------------- typed descriptions
+
+
+_fingerprint = fingerprint  # `MachineDescription.of` has a parameter of that name
+
+
+@dataclass(frozen=True)
+class MachineDescription:
+    """A machine as the store records it: its fingerprint (the machine's key) and its description
+    (`collect_machine()`, stored as given)."""
+
+    fingerprint: str
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, info: Mapping[str, Any], *, fingerprint: str | None = None) -> MachineDescription:
+        """The description `info` under `fingerprint` (default: its own `fingerprint`, computed
+        from its hardware when it has none). The stored description is `info` as given."""
+        fp = fingerprint or info.get("fingerprint") or _fingerprint(info)
+        return cls(fingerprint=str(fp), info=dict(info))
+
+    @property
+    def hostname(self) -> str | None:
+        return self.info.get("hostname")
+
+
+@dataclass(frozen=True)
+class RunDescription:
+    """A run as `Store.begin_run` / `Store.import_run` record it: one field per column of the run
+    table, and `extra`, everything else recorded with the run (in the order given; e.g. the settings
+    and trials of a suite run, the side of a comparison). A run begun by the suite is `running`;
+    an import also gives `status` and `finished_at`."""
+
+    started_at: float | str | dt.datetime | None = None
+    finished_at: float | str | dt.datetime | None = None
+    status: str | None = None
+    git_commit: str | None = None
+    git_branch: str | None = None
+    git_dirty: bool | None = None
+    framework: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    trigger: str | None = None
+    tags: tuple[str, ...] | list[str] = ()
+    hostname: str | None = None
+    pid: int | None = None
+    expected_results: int | None = None
+    run_group: str | None = None
+    heartbeat_s: float | None = None
+    note: str | None = None
+    import_source: str | None = None
+    import_sha256: str | None = None
+    baseline: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, run: Mapping[str, Any]) -> RunDescription:
+        """The description of a `collect_run()` dict (and what the caller added to it): its keys
+        that name a column become fields, the others `extra`, in their order."""
+        names = RUN_COLUMNS
+        known = {k: v for k, v in run.items() if k in names}
+        for key in ("framework", "env"):
+            if known.get(key) is None:
+                known.pop(key, None)
+        if known.get("tags") is None:
+            known.pop("tags", None)
+        return cls(**known, extra={k: v for k, v in run.items() if k not in names})
+
+
+# The fields of RunDescription that are columns of the run table (all but `extra`).
+RUN_COLUMNS = frozenset(f for f in RunDescription.__dataclass_fields__ if f != "extra")

@@ -290,6 +290,9 @@ class Case:
 
 
 STORE_IDS = ("result_id", "run_id")  # the fields of a CaseResult only a stored result sets
+# The fields of a CaseResult that are stored inside its `extra` (in this order after the other keys,
+# unless the result was read with another order), so the stored and exported JSON keeps its shape.
+EXTRA_FIELDS = ("torch", "traceback", "compare")
 
 
 @dataclass
@@ -340,6 +343,26 @@ class CaseResult:
     # The store's ids of a result read back from it (`Store.results`); None on a result measured now.
     result_id: int | None = None
     run_id: int | None = None
+    # Written into `extra` by `to_dict` (EXTRA_FIELDS); a result made with them in `extra` (a stored
+    # one, `from_dict`) has them here instead. The torch timing of the same case (the `torch` check:
+    # status, median, paddle_over_torch, ...); the traceback of an error; and for a result of
+    # `benchmark compare`, its side and verdict (side, verdict, ratio_b_over_a, ...).
+    torch: dict[str, Any] | None = None
+    traceback: str | None = None
+    compare: dict[str, Any] | None = None
+    # The order of the keys of the `extra` dict the result was made from (None: not made from one;
+    # `to_dict` then writes the other keys first, EXTRA_FIELDS after them).
+    extra_keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if any(k in self.extra for k in EXTRA_FIELDS):
+            extra = dict(self.extra)
+            self.extra_keys = tuple(extra)
+            for key in EXTRA_FIELDS:
+                value = extra.pop(key, None)
+                if getattr(self, key) is None:
+                    setattr(self, key, value)
+            self.extra = extra
 
     def to_dict(self) -> dict[str, Any]:
         """The result as a plain dict (its stats and process entries as dicts too); result_id and
@@ -347,6 +370,12 @@ class CaseResult:
         data = dataclasses.asdict(self)
         data["stats"] = self.stats.to_dict()
         data["processes"] = [p.to_dict() for p in self.processes]
+        typed = {k: v for k in EXTRA_FIELDS if (v := data.pop(k)) is not None}
+        extra = {**data["extra"], **typed}
+        order = data.pop("extra_keys")
+        if order:
+            extra = {k: extra[k] for k in (*(k for k in order if k in extra), *extra) if k in extra}
+        data["extra"] = extra
         for key in STORE_IDS:
             if data[key] is None:
                 del data[key]

@@ -31,16 +31,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmark.environment import MachineDescription, RunDescription  # noqa: E402
+from benchmark.model import CaseResult  # noqa: E402
 from benchmark.report.html import build_dashboard  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 DAY = 86400.0
-MACHINE = {
-    "hostname": "bench-host",
-    "cpu_model": "Synthetic CPU",
-    "cpu_count_logical": 2,
-    "fingerprint": "benchreport0001",
-}
+MACHINE = MachineDescription.of(
+    {
+        "hostname": "bench-host",
+        "cpu_model": "Synthetic CPU",
+        "cpu_count_logical": 2,
+        "fingerprint": "benchreport0001",
+    }
+)
 
 
 def fast_stats(samples: np.ndarray) -> list[dict[str, float]]:
@@ -81,11 +85,11 @@ def build_history(url: str, n_series: int, n_runs: int, n_samples: int, seed: in
             run = {"started_at": t0 + r * DAY, "git_commit": f"{rng.integers(1 << 62):016x}{r:08x}",
                    "git_branch": "develop", "trigger": "nightly", "env": {"OMP_NUM_THREADS": "1"},
                    "framework": {"paddle_version": "3.0.0"}}  # fmt: skip
-            run_id = store.begin_run(MACHINE, run)
+            run_id = store.begin_run(MACHINE, RunDescription.of(run))
             samples = levels[r][:, None] * np.exp(rng.normal(0, 0.02, (n_series, n_samples)))
             stats = fast_stats(samples)
             results = [_result(i, samples[i], stats[i], r == n_runs - 1) for i in range(n_series)]
-            store.add_results(run_id, results)
+            store.add_results(run_id, [CaseResult.from_dict(d) for d in results])
             store.finish_run(run_id, "complete")
             if r % 50 == 0:
                 print(f"  run {r + 1}/{n_runs} stored ({time.perf_counter() - clock:.0f} s)", flush=True)

@@ -39,6 +39,8 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmark.analysis.summary import summarize  # noqa: E402
+from benchmark.environment import MachineDescription, RunDescription  # noqa: E402
+from benchmark.model import CaseResult  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 from benchmark.store.core import Store  # noqa: E402
 from benchmark.store.engine import parse_url, shown, sqlite_path  # noqa: E402
@@ -282,11 +284,12 @@ def store_one_run(url: str, results: list[dict], batch: bool, timing: Timing) ->
     """Store a run of `results` on a fresh Store (no ids cached, as in a new pytest session)."""
     with open_store(url) as store:
         clock = CpuClock(store)
-        run_id = store.begin_run(machine_info(), run_info())
+        run_id = store.begin_run(MachineDescription.of(machine_info()), RunDescription.of(run_info()))
+        typed = [CaseResult.from_dict(r) for r in results]
         if batch:
-            timed(lambda: store.add_results(run_id, results), clock, timing)
+            timed(lambda: store.add_results(run_id, typed), clock, timing)
         else:
-            timed(lambda: [store.add_result(run_id, r) for r in results], clock, timing)
+            timed(lambda: [store.add_result(run_id, r) for r in typed], clock, timing)
         store.finish_run(run_id)
     return run_id
 

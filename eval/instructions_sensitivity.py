@@ -32,15 +32,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.config import load_paths  # noqa: E402
+from benchmark.environment import MachineDescription, RunDescription  # noqa: E402
 from benchmark.execution import measure  # noqa: E402
 from benchmark.execution.replies import CountRecord  # noqa: E402
 from benchmark.gate.judge import evaluate  # noqa: E402
 from benchmark.gate.settings import load_gates  # noqa: E402
 from benchmark.instructions import callgrind as instructions  # noqa: E402
 from benchmark.instructions import counting_pass as instruction_pass  # noqa: E402
+from benchmark.model import CaseResult  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
-MACHINE = {"fingerprint": "instructions-sensitivity", "hostname": "replay"}
+MACHINE = MachineDescription.of({"fingerprint": "instructions-sensitivity", "hostname": "replay"})
 
 
 def recorded_result(case, rec: dict) -> dict:
@@ -51,9 +53,9 @@ def recorded_result(case, rec: dict) -> dict:
 
 
 def store_run(store, results: list[dict]) -> int:
-    run_id = store.begin_run(MACHINE, {"trigger": "local"})
+    run_id = store.begin_run(MACHINE, RunDescription(trigger="local"))
     for r in results:
-        store.add_result(run_id, r)
+        store.add_result(run_id, CaseResult.from_dict(r))
     store.finish_run(run_id, "complete")
     return run_id
 

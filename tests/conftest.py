@@ -100,8 +100,10 @@ def machine():
 
 @pytest.fixture
 def make_result():
-    """Factory of CaseResult dicts: make_result("op.add", samples=[...], place="cpu", ...)."""
+    """Factory of CaseResults: make_result("op.add", samples=[...], place="cpu", ...) (fields as
+    in `CaseResult.to_dict()`)."""
     from benchmark.analysis.summary import summarize
+    from benchmark.model import CaseResult
 
     def make(case_id: str = "op.add[float32]", samples=None, **fields):
         samples = [1e-3, 1.1e-3, 0.9e-3, 1.05e-3, 0.95e-3, 1e-3] if samples is None else list(samples)
@@ -121,6 +123,6 @@ def make_result():
             "stats": summarize(samples) if samples else {"rounds": 0},
         }
         base.update(fields)
-        return base
+        return CaseResult.from_dict(base)
 
     return make

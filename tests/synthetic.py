@@ -30,19 +30,19 @@ def _fields(case_id: str, fields: dict) -> dict:
     }
 
 
-def result_from_samples(case_id: str, samples: Iterable[float], **fields) -> dict:
-    """A stored-result dict whose raw samples are `samples` (none: empty stats, e.g. for an error)."""
+def result_from_samples(case_id: str, samples: Iterable[float], **fields) -> CaseResult:
+    """A result whose raw samples are `samples` (none: empty stats, e.g. for an error)."""
     values = [float(x) for x in samples]
     stats = Stats.from_dict(summarize(values) if values else {})
-    return CaseResult(**_fields(case_id, fields), samples=values, stats=stats).to_dict()
+    return CaseResult(**_fields(case_id, fields), samples=values, stats=stats)
 
 
-def result_from_processes(case_id: str, processes: Sequence[Iterable[float]], **fields) -> dict:
-    """A stored-result dict measured in one worker process per entry of `processes` (that
+def result_from_processes(case_id: str, processes: Sequence[Iterable[float]], **fields) -> CaseResult:
+    """A result measured in one worker process per entry of `processes` (that
     process's samples), pooled and summarised as the suite does."""
     entries = [
         process_entry(k, 1000 + k, k, "ok", [float(x) for x in xs], ITERATIONS)
         for k, xs in enumerate(processes)
     ]
     pooled, stats = summarize_processes(entries)
-    return CaseResult(**_fields(case_id, fields), samples=pooled, stats=stats, processes=entries).to_dict()
+    return CaseResult(**_fields(case_id, fields), samples=pooled, stats=stats, processes=entries)

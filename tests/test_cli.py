@@ -11,6 +11,7 @@ import time
 import pytest
 
 from benchmark import cli
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 
 # What `benchmark --help` must not load: the analysis stack, the store, plotting, the frameworks and
@@ -98,7 +99,10 @@ def test_a_db_in_a_missing_directory_is_not_created(tmp_path, monkeypatch, capsy
 @pytest.fixture
 def history(sqlite_url, machine, make_result):
     with open_store(sqlite_url) as store:
-        run_id = store.begin_run(machine, {"started_at": time.time(), "hostname": "h", "pid": 1})
+        run_id = store.begin_run(
+            MachineDescription.of(machine),
+            RunDescription.of({"started_at": time.time(), "hostname": "h", "pid": 1}),
+        )
         store.add_result(run_id, make_result("op.abs[8]"))
         store.finish_run(run_id)
     return sqlite_url

@@ -109,7 +109,7 @@ def test_a_count_error_on_a_side_is_an_error_row_and_exit_2(tmp_path):
     entry = job_dict(job)["cases"][0]["instructions"]
     assert entry["verdict"] == "error" and entry["ratio"] is None and entry["samples"]["A"] == [1000.0]
     stored = counts.side_count_result(state, "B")
-    assert stored.metric == "instructions" and stored.extra["compare"]["verdict"] == "error"
+    assert stored.metric == "instructions" and stored.compare["verdict"] == "error"
 
 
 def test_count_verdicts_set_the_exit_status_with_the_time_verdicts(tmp_path):
@@ -191,7 +191,7 @@ def test_identical_environments_count_the_same_and_both_runs_store_their_counts(
         assert counts.status == "ok" and counts.stats.median == pytest.approx(
             counted[f"median_{label.lower()}"]
         )
-        assert counts.extra["compare"]["side"] == label and counts.extra["compare"]["verdict"] == "same"
+        assert counts.compare["side"] == label and counts.compare["verdict"] == "same"
 
 
 def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path, config, tooling):

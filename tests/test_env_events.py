@@ -8,7 +8,13 @@ import datetime as dt
 import sqlalchemy as sa
 
 from benchmark.analysis.events import environment_events, run_environment
-from benchmark.environment import collect_machine, fingerprint, volatile_environment
+from benchmark.environment import (
+    MachineDescription,
+    RunDescription,
+    collect_machine,
+    fingerprint,
+    volatile_environment,
+)
 from benchmark.store import open_store, upgrade_store
 from benchmark.store.engine import make_engine, parse_url
 from benchmark.store.migrate import upgrade
@@ -44,7 +50,8 @@ def record_daily_runs(url, levels, make_result, rng, upgrade_at: int = 30) -> li
         for i, v in enumerate(levels):
             box = GPU_BOX if i < upgrade_at else UPGRADED
             run_id = store.begin_run(
-                {**box, "fingerprint": fingerprint(box)}, {"started_at": 1.7e9 + 86400 * i}
+                MachineDescription.of({**box, "fingerprint": fingerprint(box)}),
+                RunDescription.of({"started_at": 1.7e9 + 86400 * i}),
             )
             store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
             store.finish_run(run_id)
@@ -80,7 +87,9 @@ def test_an_upgrade_keeps_the_series_and_is_an_event(sqlite_url, make_result):
         runs = []
         for i, box in enumerate([GPU_BOX, GPU_BOX, UPGRADED, UPGRADED]):
             machine = {**box, "fingerprint": fingerprint(box)}
-            run_id = store.begin_run(machine, {"started_at": 1.7e9 + 86400 * i})
+            run_id = store.begin_run(
+                MachineDescription.of(machine), RunDescription.of({"started_at": 1.7e9 + 86400 * i})
+            )
             store.add_result(run_id, make_result("op.add", samples=[1e-3 * (1 + 0.1 * (i >= 2))] * 5))
             store.finish_run(run_id)
             runs.append(run_id)
@@ -174,7 +183,8 @@ def test_an_old_history_merges_machines_that_differ_only_by_volatile_fields(sqli
         }
         # a new run of the upgraded machine lands in the same series
         run_id = store.begin_run(
-            {**UPGRADED, "fingerprint": fingerprint(UPGRADED)}, {"started_at": "2025-02-01"}
+            MachineDescription.of({**UPGRADED, "fingerprint": fingerprint(UPGRADED)}),
+            RunDescription.of({"started_at": "2025-02-01"}),
         )
         store.add_result(run_id, make_result("op.add", config_hash="h1"))
         (base,) = store.baselines(run_id).values()

@@ -21,6 +21,8 @@ from synthetic import result_from_processes
 from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
+from benchmark.model import CaseResult
 from benchmark.store import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
@@ -150,7 +152,7 @@ MACHINE = {"hostname": "ab-host", "cpu_model": "test", "fingerprint": "abmachine
 CASES = {f"ops.case{i}[n=64]": 10e-6 * (i + 1) for i in range(8)}
 
 
-def _result(case_id: str, run: list[np.ndarray]) -> dict:
+def _result(case_id: str, run: list[np.ndarray]) -> CaseResult:
     return result_from_processes(case_id, run)
 
 
@@ -161,7 +163,9 @@ def test_two_recorded_runs_of_identical_code_pass_the_ab(tmp_path, capsys):
     rng = np.random.default_rng(21)
     with open_store(url) as st:
         for r in range(2):
-            run_id = st.begin_run(MACHINE, {"started_at": 1.7e9 + r * 86400.0})
+            run_id = st.begin_run(
+                MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.7e9 + r * 86400.0})
+            )
             st.add_results(run_id, [_result(c, _run(rng, 3, level)) for c, level in CASES.items()])
             st.finish_run(run_id)
     for args in ([], ["--baseline", "1"]):

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchmark import cli
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import CaseResult
 from benchmark.results import summarize_processes
 from benchmark.store import open_store
@@ -65,7 +66,7 @@ def history(tmp_path_factory):
             "measured in worker processes"
         )
         for factor in RUN_FACTORS:
-            run_id = store.begin_run(machine, {"trigger": "local"})
+            run_id = store.begin_run(MachineDescription.of(machine), RunDescription.of({"trigger": "local"}))
             store.add_results(run_id, [replay(r, factor) for r in recorded])
             store.finish_run(run_id, "complete")
     return tmp, url

@@ -14,9 +14,10 @@ import pytest
 from synthetic import result_from_processes
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.gate.judge import nothing_to_compare
 from benchmark.gate.series import MIN_RUNS
-from benchmark.model import Evidence, Verdict
+from benchmark.model import CaseResult, Evidence, Verdict
 from benchmark.report import html as dashboard
 from benchmark.report.run_rows import JUDGED_STATUS, compare_run, gate_passed, run_notice
 from benchmark.store import open_store
@@ -27,7 +28,7 @@ MODEL, MODEL_STEP = "lstm-train", 8e-3  # seconds per step of 16 samples
 DAY = 86400.0
 
 
-def _result(case_id: str, level: float, rng, *, processes: int = 5, kind: str = "op") -> dict:
+def _result(case_id: str, level: float, rng, *, processes: int = 5, kind: str = "op") -> CaseResult:
     levels = level * np.exp(rng.normal(0.0, 0.02, processes))
     model = kind == "model"
     return result_from_processes(
@@ -42,7 +43,10 @@ def _result(case_id: str, level: float, rng, *, processes: int = 5, kind: str = 
 
 def _record(url: str, r: int, rng, model_factor: float = 1.0) -> int:
     with open_store(url) as st:
-        run_id = st.begin_run(MACHINE, {"started_at": 1.7e9 + r * DAY, "git_commit": f"{r:02d}" + "ef" * 19})
+        run_id = st.begin_run(
+            MachineDescription.of(MACHINE),
+            RunDescription.of({"started_at": 1.7e9 + r * DAY, "git_commit": f"{r:02d}" + "ef" * 19}),
+        )
         results = [_result(c, level, rng) for c, level in OPS.items()]
         results.append(_result(MODEL, MODEL_STEP * model_factor, rng, kind="model"))
         st.add_results(run_id, results)
@@ -147,7 +151,9 @@ def test_an_excursion_that_came_back_is_said_by_the_gate_and_the_markdown_report
     run_ids = []
     with open_store(url) as store:
         for i, v in enumerate(levels):
-            run_id = store.begin_run(MACHINE, {"started_at": 1.7e9 + i * DAY})
+            run_id = store.begin_run(
+                MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.7e9 + i * DAY})
+            )
             store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
             store.finish_run(run_id)
             run_ids.append(run_id)

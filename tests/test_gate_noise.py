@@ -11,9 +11,10 @@ from synthetic import result_from_processes
 
 from benchmark.analysis.history import check_latest
 from benchmark.analysis.robust import process_noise
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.gate.judge import evaluate
 from benchmark.gate.settings import load_gates
-from benchmark.model import Evidence, Verdict
+from benchmark.model import CaseResult, Evidence, Verdict
 from benchmark.store import open_store
 
 RUNS, STEP = 30, 1.07  # a 7% step over the two newest runs
@@ -40,7 +41,7 @@ def test_noise_must_have_one_entry_per_run():
         check_latest([1.0, 1.1, 1.2], noise=[0.01])
 
 
-def _result(level: float, spread: float) -> dict:
+def _result(level: float, spread: float) -> CaseResult:
     # three processes at level * exp(-spread, 0, +spread): their median is exactly the run value
     per_process = [[level * np.exp(f * spread)] * 5 for f in (-1, 0, 1)]
     return result_from_processes("ops.x[n=1]", per_process, config={"c": 1}, config_hash="cfg-x")
@@ -53,7 +54,9 @@ def test_the_judge_is_tighter_on_a_quiet_machine(tmp_path, spread, verdict):
     machine = {"hostname": "h", "cpu_model": "t", "fingerprint": f"noise{int(spread * 100):03d}"}
     with open_store(url) as st:
         for r, value in enumerate(_values()):
-            run_id = st.begin_run(machine, {"started_at": 1.7e9 + r * 86400.0})
+            run_id = st.begin_run(
+                MachineDescription.of(machine), RunDescription.of({"started_at": 1.7e9 + r * 86400.0})
+            )
             st.add_results(run_id, [_result(value, spread)])
             st.finish_run(run_id)
         (d,) = evaluate(st, run_id, load_gates(None))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from synthetic import result_from_processes, result_from_samples
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 
 STEADY = [[1.0e-4, 1.01e-4], [1.02e-4, 0.99e-4], [1.0e-4, 1.0e-4]]
@@ -16,7 +17,10 @@ NO_GPU = "place gpu: this paddle build has no CUDA (CPU-only build)"
 def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsys):
     with open_store(sqlite_url) as store:
         for k in range(2):
-            run_id = store.begin_run(machine, {"started_at": 1.8e9 + 60 * k, "trigger": "local"})
+            run_id = store.begin_run(
+                MachineDescription.of(machine),
+                RunDescription.of({"started_at": 1.8e9 + 60 * k, "trigger": "local"}),
+            )
             for case in ("op.a", "op.b"):
                 slow = k == 1 and case == "op.b"
                 store.add_result(run_id, result_from_processes(case, SLOW if slow else STEADY))

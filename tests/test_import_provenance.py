@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from suite_process import run_suite
 
 from benchmark import cli
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 from benchmark.store.engine import make_engine, parse_url
 from benchmark.store.export import export_run
@@ -125,7 +126,9 @@ def test_a_forged_import_is_not_the_baseline_of_the_next_real_run_unless_importe
 def exported(db_url, machine, make_result, tmp_path):
     """A history (SQLite, then PostgreSQL) with one complete run on `machine`, and that run exported (pytest-benchmark JSON)."""
     with open_store(db_url) as store:
-        run_id = store.begin_run(machine, {"started_at": time.time() - 100})
+        run_id = store.begin_run(
+            MachineDescription.of(machine), RunDescription.of({"started_at": time.time() - 100})
+        )
         for case in ("op.a", "op.b"):
             store.add_result(run_id, make_result(case, samples=[1e-3, 1.1e-3, 0.9e-3, 1.05e-3, 0.95e-3]))
         store.finish_run(run_id, "complete")
@@ -181,7 +184,9 @@ def test_a_kept_machine_import_joins_the_series_but_is_still_no_baseline(
     path.write_text(json.dumps(forged))
     assert cli.main(["import", str(path), "--keep-machine", "--db", url]) == 0
     with open_store(url) as store:
-        run_id = store.begin_run(machine, {"started_at": time.time()})
+        run_id = store.begin_run(
+            MachineDescription.of(machine), RunDescription.of({"started_at": time.time()})
+        )
         store.add_result(run_id, make_result("op.a", samples=[1e-3, 1.02e-3, 0.98e-3, 1.01e-3, 0.99e-3]))
         store.finish_run(run_id, "complete")
         imported = next(r for r in store.runs() if r.trigger == "import")

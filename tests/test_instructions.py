@@ -8,6 +8,7 @@ compiler is missing. The two processes of the stability test run side by side.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.analysis.deterministic import check_deterministic
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.gate.settings import load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions import counting_pass as instruction_pass
@@ -312,16 +314,16 @@ def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_r
     gates = load_gates(PROJECT / "configs" / "gates.yaml")
     with open_store(url) as store:
         real_run = store.latest_run_id()
-        real = [r.to_dict() for r in store.results(real_run) if r.status == "ok"]
+        real = [r for r in store.results(real_run) if r.status == "ok"]
         first = store.run(real_run)
         machine = {**first.machine_info, "fingerprint": first.machine}  # the same series
 
         def replay(factor: float) -> int:
-            run_id = store.begin_run(machine, {"trigger": "local"})
+            run_id = store.begin_run(MachineDescription.of(machine), RunDescription.of({"trigger": "local"}))
             for r in real:
-                r = {k: v for k, v in r.items() if k not in ("result_id", "run_id")}
-                if r["metric"] == "instructions":
-                    r["samples"] = [x * factor for x in r["samples"]]
+                r = dataclasses.replace(r, result_id=None, run_id=None)
+                if r.metric == "instructions":
+                    r = dataclasses.replace(r, samples=[x * factor for x in r.samples])
                 store.add_result(run_id, r)
             store.finish_run(run_id, "complete")
             return run_id

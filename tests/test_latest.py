@@ -9,6 +9,7 @@ from suite_process import run_suite
 from synthetic import result_from_processes
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 
 PROCESSES = [[1.0e-4, 1.01e-4], [1.02e-4, 0.99e-4], [1.0e-4, 1.0e-4]]
@@ -20,8 +21,8 @@ def _history(url, machine, triggers: list[tuple[str, str | None]]) -> list[int]:
     with open_store(url) as store:
         for k, (trigger, group) in enumerate(triggers):
             fp = machine["fingerprint"] + ("/compare-A" if trigger == "compare" else "")
-            run_id = store.begin_run({**machine, "fingerprint": fp},
-                                     {"started_at": 1.8e9 + 60 * k, "trigger": trigger, "run_group": group})  # fmt: skip
+            run_id = store.begin_run(MachineDescription.of({**machine, "fingerprint": fp}),
+                                     RunDescription.of({"started_at": 1.8e9 + 60 * k, "trigger": trigger, "run_group": group}))  # fmt: skip
             store.add_result(run_id, result_from_processes("op.abs", PROCESSES))
             store.finish_run(run_id)
             ids.append(run_id)

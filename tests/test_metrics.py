@@ -14,6 +14,7 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.gate.settings import GateError, load_gates
 from benchmark.metrics import BUILTIN, METRICS, TIME, Metric, MetricError, get_metric, register, unregister
 from benchmark.model import CaseResult
@@ -70,7 +71,7 @@ def test_an_unknown_or_conflicting_metric_gets_a_clear_error():
     assert "view" not in METRICS
 
 
-def _result(value: float, k: int) -> dict:
+def _result(value: float, k: int) -> CaseResult:
     samples = [value * (1 + 1e-4 * (i - 2)) for i in range(5)]  # repeats to 0.04%
     return result_from_samples(
         "resnet18-infer", samples, name="resnet18", kind="model", mode="infer", config={"case": "resnet18"},
@@ -83,7 +84,8 @@ def _history(url: str, levels: list[float]) -> list[int]:
     with open_store(url) as store:
         for k, level in enumerate(levels):
             run_id = store.begin_run(
-                MACHINE, {"started_at": 1.7e9 + k * DAY, "git_commit": f"{k:02d}" + "ab" * 19}
+                MachineDescription.of(MACHINE),
+                RunDescription.of({"started_at": 1.7e9 + k * DAY, "git_commit": f"{k:02d}" + "ab" * 19}),
             )
             store.add_results(run_id, [_result(level, k)])
             store.finish_run(run_id)
@@ -211,7 +213,7 @@ def test_a_wall_clock_metric_defined_here_goes_through_the_history_judge(tmp_pat
     metric = register(Metric("idle_s", "s", "idle time per step", higher_is_better=True, min_effect=0.1))
     rng = np.random.default_rng(7)
 
-    def result(level: float) -> dict:
+    def result(level: float) -> CaseResult:
         levels = level * np.exp(rng.normal(0.0, 0.01, 3))
         entries = [
             process_entry(k, 100 + k, k, "ok", list(lv * np.exp(rng.normal(0.0, 0.005, 10))), 10)
@@ -221,14 +223,16 @@ def test_a_wall_clock_metric_defined_here_goes_through_the_history_judge(tmp_pat
         return CaseResult(
             case_id="op-idle", name="op", kind="op", place="cpu", mode="dynamic", config={}, config_hash="cfg",
             metric="idle_s", unit="s", samples=pooled, stats=stats, processes=entries,
-        ).to_dict()  # fmt: skip
+        )  # fmt: skip
 
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     try:
         with open_store(url) as store:
             runs = []
             for k in range(16):
-                run_id = store.begin_run(MACHINE, {"started_at": 1.7e9 + k * DAY})
+                run_id = store.begin_run(
+                    MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.7e9 + k * DAY})
+                )
                 store.add_results(run_id, [result(2e-3 * (0.7 if k >= 14 else 1.0))])  # 30% less idle
                 store.finish_run(run_id)
                 runs.append(run_id)

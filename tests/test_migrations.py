@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import (
     SchemaOutdated,
     StoreError,
@@ -126,7 +127,10 @@ def test_an_old_history_is_refused_with_the_command_to_run_then_upgrades_keeping
         assert old_result.accuracy is None and old_result.telemetry is None
         assert old_result.processes == []  # measured before worker processes (revision 0006)
         assert store.history("op.add", with_samples=True)[0].processes == ()
-        run_id = store.begin_run({"fingerprint": "old-machine"}, {"started_at": "2024-05-10T00:00:00+00:00"})
+        run_id = store.begin_run(
+            MachineDescription.of({"fingerprint": "old-machine"}),
+            RunDescription.of({"started_at": "2024-05-10T00:00:00+00:00"}),
+        )
         store.add_result(
             run_id, make_result("op.add", config_hash="h1", telemetry={"x": 1}, accuracy={"ok": True})
         )

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from synthetic import result_from_samples
 
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import CaseResult, Series, SeriesKey
 from benchmark.report import jobs, plots, trend
 from benchmark.report.run_rows import Row, analyse, load_series
@@ -23,7 +24,7 @@ MACHINE = {"hostname": "plot-host", "cpu_model": "test", "fingerprint": "plotmac
 RUNS, STEP_AT, ROUNDS = 30, 18, 8
 
 
-def _result(case_id: str, place: str, level: float, rng, **extra) -> dict:
+def _result(case_id: str, place: str, level: float, rng, **extra) -> CaseResult:
     samples = level * np.exp(rng.normal(0, 0.01, ROUNDS))
     return result_from_samples(case_id, samples, place=place, config_hash=f"cfg-{case_id}-{place}", **extra)
 
@@ -36,7 +37,8 @@ def store(tmp_path_factory):
     rng = np.random.default_rng(7)
     for r in range(RUNS):
         run_id = st.begin_run(
-            MACHINE, {"started_at": 1.70e9 + r * DAY, "git_commit": f"{r:04x}c0ffee{r:04x}"}
+            MachineDescription.of(MACHINE),
+            RunDescription.of({"started_at": 1.70e9 + r * DAY, "git_commit": f"{r:04x}c0ffee{r:04x}"}),
         )
         noise = math.exp(rng.normal(0, 0.005))
         step = 1.2 if r >= STEP_AT else 1.0

@@ -16,6 +16,8 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
+from benchmark.model import CaseResult
 from benchmark.report import html as dashboard
 from benchmark.report import svg as inline_svg
 from benchmark.store import open_store
@@ -56,7 +58,7 @@ def _level(kind: str, base: float, r: int) -> float:
     return base
 
 
-def _result(case_id: str, place: str, level: float, rng, status: str = "ok") -> dict:
+def _result(case_id: str, place: str, level: float, rng, status: str = "ok") -> CaseResult:
     samples = level * np.exp(rng.normal(0, 0.01, ROUNDS)) if status == "ok" else []
     return result_from_samples(
         case_id,
@@ -77,7 +79,7 @@ def history(tmp_path_factory):
         for r in range(RUNS):
             run = {"started_at": 1.70e9 + r * DAY, "git_commit": f"{r:02d}" + "cd" * 19, "git_branch": "develop",
                    "git_message": "<script>alert(3)</script> fix", "env": {"OMP_NUM_THREADS": '"><script>alert(4)</script>'}}  # fmt: skip
-            run_id = st.begin_run(MACHINE, run)
+            run_id = st.begin_run(MachineDescription.of(MACHINE), RunDescription.of(run))
             results = []
             for case_id, place, base, kind in SERIES:
                 status = (
@@ -86,7 +88,7 @@ def history(tmp_path_factory):
                 noise = float(np.exp(rng.normal(0, 0.003)))
                 results.append(_result(case_id, place, _level(kind, base, r) * noise, rng, status))
                 if place.startswith("gpu") and kind == "improvement" and r == RUNS - 1:
-                    results[-1]["telemetry"] = TELEMETRY
+                    results[-1].telemetry = TELEMETRY
             st.add_results(run_id, results)
             st.finish_run(run_id)
     yield url

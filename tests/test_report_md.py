@@ -15,6 +15,8 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
+from benchmark.model import CaseResult
 from benchmark.report import markdown
 from benchmark.report.run_rows import compare_run, counts, gate_passed
 from benchmark.store import open_store
@@ -40,12 +42,12 @@ SLOW, STEP, CRASH, SKIP, NEW = (
 WEIRD = "ops.pipe|and`tick`<b>bold</b>"
 
 
-def _result(case_id: str, level: float, rng, status: str = "ok", message: str | None = None) -> dict:
+def _result(case_id: str, level: float, rng, status: str = "ok", message: str | None = None) -> CaseResult:
     samples = level * np.exp(rng.normal(0, 0.01, ROUNDS)) if status == "ok" else []
     return result_from_samples(case_id, samples, status=status, message=message)
 
 
-def _run_results(r: int, rng) -> list[dict]:
+def _run_results(r: int, rng) -> list[CaseResult]:
     last = r == RUNS - 1
     out = []
     for case_id, level in LEVELS.items():
@@ -73,8 +75,8 @@ def history(tmp_path_factory):
     rng = np.random.default_rng(11)
     with open_store(url) as st:
         for r in range(RUNS):
-            run_id = st.begin_run(MACHINE, {"started_at": 1.70e9 + r * DAY, "git_commit": f"{r:02d}" + "ab" * 19,
-                                            "git_branch": "develop"})  # fmt: skip
+            run_id = st.begin_run(MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.70e9 + r * DAY, "git_commit": f"{r:02d}" + "ab" * 19,
+                                            "git_branch": "develop"}))  # fmt: skip
             st.add_results(run_id, _run_results(r, rng))
             st.finish_run(run_id)
     store = open_store(url, create=False, readonly=True)

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import CaseResult
 from benchmark.store import open_store
 
@@ -31,10 +32,10 @@ MODULE = textwrap.dedent(
 def url(tmp_path) -> str:
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     with open_store(url) as st:
-        run_id = st.begin_run(MACHINE, {"started_at": 1.7e9})
+        run_id = st.begin_run(MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.7e9}))
         results = [
             CaseResult(case_id=c, name=c, kind="op", place="cpu", mode="dynamic", config={"case": c},
-                       config_hash=f"cfg-{c}", status="ok", samples=[v, v * 1.01, v * 0.99]).to_dict()
+                       config_hash=f"cfg-{c}", status="ok", samples=[v, v * 1.01, v * 0.99])
             for c, v in (("op_a", 2e-5), ("op_b", 3e-5))
         ]  # fmt: skip
         st.add_results(run_id, results)

@@ -10,6 +10,7 @@ import pytest
 
 from benchmark import runners
 from benchmark.config import load_file
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import Spec, Tensor
 from benchmark.runners import paddle_common
 from benchmark.runners.paddle_ops import resolve_op
@@ -342,7 +343,9 @@ def test_a_shape_goes_from_yaml_to_the_stored_result_through_typed_fields(tmp_pa
     assert run_outputs(case)["out"].shape == (3, 4)  # the runner built the input from the typed spec
     result = CaseResult.for_case(case, samples=[1e-3, 1.1e-3, 0.9e-3], finished_at=time.time())
     with open_store(sqlite_url) as store:
-        run_id = store.begin_run(machine, {"started_at": time.time(), "trigger": "test"})
+        run_id = store.begin_run(
+            MachineDescription.of(machine), RunDescription.of({"started_at": time.time(), "trigger": "test"})
+        )
         store.add_result(run_id, result)
         (stored,) = store.results(run_id)
         (point,) = store.history(case.case_id)

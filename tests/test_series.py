@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from benchmark.commands.detect import read_series
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import Series, SeriesKey
 from benchmark.report.run_rows import load_series
 from benchmark.store import open_store
@@ -71,7 +72,10 @@ def test_the_judge_and_the_reports_read_the_same_series_from_the_store(db_url, m
         run_ids = []
         for i in range(4):
             info = {"started_at": time.time() - 100 + i, "hostname": socket.gethostname(), "pid": os.getpid()}
-            run_id = store.begin_run(machine, {**info, "trigger": "test", "git_commit": f"c{i}"})
+            run_id = store.begin_run(
+                MachineDescription.of(machine),
+                RunDescription.of({**info, "trigger": "test", "git_commit": f"c{i}"}),
+            )
             store.add_result(run_id, make_result("op.add", samples=[(i + 1) * 1e-3, (i + 1.5) * 1e-3] * 3))
             store.finish_run(run_id)
             run_ids.append(run_id)

@@ -16,6 +16,8 @@ from synthetic import result_from_processes
 from benchmark.analysis.history import simulate_online
 from benchmark.analysis.standing import MAX_STANDING_RUNS, level_test, standing_change
 from benchmark.cli import main
+from benchmark.environment import MachineDescription, RunDescription
+from benchmark.model import CaseResult
 from benchmark.store import open_store
 
 
@@ -62,7 +64,7 @@ CASES = [f"op{i:02d}" for i in range(40)]  # enough cases that Benjamini-Hochber
 SLOW = "op07"
 
 
-def _result(case_id: str, level: float, rng) -> dict:
+def _result(case_id: str, level: float, rng) -> CaseResult:
     levels = level * np.exp(rng.normal(0.0, 0.02, 3))
     return result_from_processes(
         case_id, [lv * np.exp(rng.normal(0.0, 0.005, 20)) for lv in levels], name=case_id
@@ -76,7 +78,9 @@ def test_the_gate_fails_a_lone_regression_in_a_large_suite_and_keeps_failing_whi
     for r in range(19):
         factor = 1.3 if r >= 16 else 1.0
         with open_store(url) as st:
-            run_id = st.begin_run(MACHINE, {"started_at": 1.7e9 + r * 86400.0})
+            run_id = st.begin_run(
+                MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.7e9 + r * 86400.0})
+            )
             st.add_results(run_id, [_result(c, 20e-6 * (factor if c == SLOW else 1.0), rng) for c in CASES])
             st.finish_run(run_id)
         if r >= 16:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import CaseResult, SeriesKey
 from benchmark.records import Stats
 from benchmark.store import StoreError, open_store
@@ -38,7 +39,9 @@ def store(db_url):
 
 
 def new_run(store, machine, offset: float = 0.0, **fields) -> int:
-    return store.begin_run(machine, run_info(started_at=time.time() + offset, **fields))
+    return store.begin_run(
+        MachineDescription.of(machine), RunDescription.of(run_info(started_at=time.time() + offset, **fields))
+    )
 
 
 # ------------------------------------------------------------------------------------------- round trip
@@ -268,7 +271,7 @@ def test_run_keeps_framework_environment_and_machine(store, machine):
         tags=["pr"],
         cpu_governor="performance",
     )
-    run_id = store.begin_run(machine, run)
+    run_id = store.begin_run(MachineDescription.of(machine), RunDescription.of(run))
     stored = store.run(run_id)
     assert stored.paddle_version == "3.0.0"
     assert stored.cudnn_version == "9"
@@ -380,3 +383,51 @@ def test_baselines_compare_like_with_like_only(store, machine, make_result):
     assert last_two.run_ids == previous[-2:]
     assert store.baselines(previous[0])[key].run_ids == []
     assert store.baselines(4242) == {}
+
+
+# ------------------------------------------------------------------------------------ typed write API
+
+
+def test_the_write_api_takes_typed_records_only(store, machine, make_result):
+    """begin_run takes a MachineDescription and a RunDescription, add_result(s) CaseResults: a dict
+    is refused before anything is written, and a typed run keeps its columns and extras."""
+    run = {"started_at": 1.7e9, "trigger": "test", "run_group": "g", "threads": 4, "cpu_affinity": [0, 1]}
+    with pytest.raises(TypeError, match="MachineDescription"):
+        store.begin_run(machine, RunDescription.of(run))
+    with pytest.raises(TypeError, match="RunDescription"):
+        store.begin_run(MachineDescription.of(machine), run)
+    assert store.runs() == []
+    described = RunDescription.of(run)
+    assert (described.trigger, described.run_group) == ("test", "g")
+    assert list(described.extra) == ["threads", "cpu_affinity"]  # in the order given
+    run_id = store.begin_run(MachineDescription.of(machine), described)
+    with pytest.raises(TypeError, match="CaseResult"):
+        store.add_result(run_id, make_result("op.a").to_dict())
+    with pytest.raises(TypeError, match="CaseResult"):
+        store.add_results(run_id, [make_result("op.a"), make_result("op.b").to_dict()])
+    assert store.results(run_id) == []
+    store.add_result(run_id, make_result("op.a"))
+    stored = store.run(run_id)
+    assert (stored.trigger, stored.run_group, stored.machine) == ("test", "g", "machine-a")
+    assert [r.case_id for r in store.results(run_id)] == ["op.a"]
+
+
+def test_known_extra_keys_are_fields_and_stored_where_they_were(store, machine, make_result):
+    """`torch`, `traceback` and `compare` are CaseResult fields; the stored and exported JSON keeps
+    them inside `extra`, in the order the result was read with (an old history keeps its bytes)."""
+    fresh = make_result("op.a", extra={"prepare_s": 0.5})
+    fresh.torch, fresh.compare = {"status": "ok", "median": 1e-3}, {"side": "A", "verdict": "same"}
+    assert list(fresh.to_dict()["extra"]) == ["prepare_s", "torch", "compare"]
+    assert "torch" not in fresh.to_dict() and "extra_keys" not in fresh.to_dict()
+    # A result whose extra has them elsewhere (an older writer) is written back in that order.
+    old = make_result("op.b", samples=[], status="error", message="boom",
+                      extra={"traceback": "Traceback ...", "prepare_s": 0.1, "op": "paddle.abs"})  # fmt: skip
+    assert old.traceback == "Traceback ..." and old.extra == {"prepare_s": 0.1, "op": "paddle.abs"}
+    assert list(old.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]
+    run_id = new_run(store, machine)
+    store.add_results(run_id, [fresh, old])
+    a, b = store.results(run_id)
+    assert a.torch == fresh.torch and a.compare == fresh.compare and a.traceback is None
+    assert a.extra == {"prepare_s": 0.5}
+    assert b.traceback == "Traceback ..." and b.to_dict()["extra"] == old.to_dict()["extra"]
+    assert list(b.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.paths import DB_URL_ENV, configured_db, default_db_url
 from benchmark.store import StoreError, open_store
 
@@ -76,7 +77,8 @@ def test_a_wrong_password_is_reported_without_it(pg_url):
 def test_a_read_only_file_is_refused_and_left_untouched(sqlite_url, machine, make_result, tmp_path):
     with open_store(sqlite_url) as store:
         run_id = store.begin_run(
-            machine, {"hostname": socket.gethostname(), "pid": os.getpid(), "trigger": "test"}
+            MachineDescription.of(machine),
+            RunDescription.of({"hostname": socket.gethostname(), "pid": os.getpid(), "trigger": "test"}),
         )
         store.add_result(run_id, make_result())
     path = tmp_path / "history.sqlite"
@@ -134,24 +136,26 @@ def test_store_repr_and_messages_hide_the_password(pg_url):
 WORKER = textwrap.dedent(
     """
     import os, socket, sys, time
+    from benchmark.environment import MachineDescription, RunDescription
+    from benchmark.model import CaseResult
     from benchmark.store import open_store
 
     url, prefix, count, delay, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     store = open_store(url)
     run_id = store.begin_run(
-        {"fingerprint": "worker-machine", "hostname": socket.gethostname()},
-        {"hostname": socket.gethostname(), "pid": os.getpid(), "trigger": "test"},
+        MachineDescription.of({"fingerprint": "worker-machine", "hostname": socket.gethostname()}),
+        RunDescription(hostname=socket.gethostname(), pid=os.getpid(), trigger="test"),
     )
     print("run", run_id, flush=True)
     while go != "-" and not os.path.exists(go):
         time.sleep(0.005)
     for i in range(count):
         samples = [1e-3 + i * 1e-6] * 5
-        store.add_result(run_id, {
+        store.add_result(run_id, CaseResult.from_dict({
             "case_id": f"{prefix}.case{i}", "name": "case", "kind": "op", "place": "cpu",
             "mode": "dynamic", "config": {"i": i}, "config_hash": "h", "samples": samples,
             "stats": {"rounds": 5, "median": samples[0]},
-        })
+        }))
         print("stored", i + 1, flush=True)
         time.sleep(delay)
     store.finish_run(run_id)

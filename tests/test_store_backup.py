@@ -17,6 +17,7 @@ import pytest
 from suite_process import run_suite
 
 from benchmark import cli
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import StoreError, open_store
 from benchmark.store.backup import backup_sqlite
 
@@ -70,7 +71,9 @@ def test_finish_run_folds_the_wal_into_the_main_file_while_the_writer_stays_open
     path = Path(sqlite_url.removeprefix("sqlite:///"))
     store = open_store(sqlite_url)
     try:
-        run_id = store.begin_run(machine, {"started_at": time.time()})
+        run_id = store.begin_run(
+            MachineDescription.of(machine), RunDescription.of({"started_at": time.time()})
+        )
         for i in range(50):
             store.add_result(run_id, make_result(f"op.case{i}", samples=[1e-3 * (1 + i / 100)] * 20))
         assert Path(f"{path}-wal").stat().st_size > 0  # the rows are in the log so far
@@ -93,7 +96,9 @@ def test_backup_is_one_consistent_file_while_another_process_holds_a_write_trans
 ):
     path = Path(sqlite_url.removeprefix("sqlite:///"))
     with open_store(sqlite_url) as store:
-        run_id = store.begin_run(machine, {"started_at": time.time()})
+        run_id = store.begin_run(
+            MachineDescription.of(machine), RunDescription.of({"started_at": time.time()})
+        )
         store.add_results(run_id, [make_result(f"op.c{i}", samples=[2e-3] * 10) for i in range(5)])
         store.finish_run(run_id, "complete")
     # Another process opens a write transaction, writes a run and a result into it, and waits.
@@ -141,7 +146,10 @@ def test_backup_is_one_consistent_file_while_another_process_holds_a_write_trans
 
 def test_backup_refuses_to_overwrite_without_force_and_names_the_file(sqlite_url, tmp_path, machine, capsys):
     with open_store(sqlite_url) as store:
-        store.finish_run(store.begin_run(machine, {"started_at": time.time()}), "complete")
+        store.finish_run(
+            store.begin_run(MachineDescription.of(machine), RunDescription.of({"started_at": time.time()})),
+            "complete",
+        )
     out = tmp_path / "existing.sqlite"
     out.write_bytes(b"keep me")
     assert cli.main(["db", "backup", str(out), "--db", sqlite_url]) == 2

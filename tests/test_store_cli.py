@@ -15,6 +15,7 @@ import pytest
 
 from benchmark import cli
 from benchmark.commands import store as store_commands
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import head_revision, open_store
 
 PASSWORD = "hunter2-secret"
@@ -36,7 +37,7 @@ def history(db_url, machine, make_result):
         for i in range(3):
             run = {"started_at": time.time() - 100 + i, "git_commit": f"{i}" * 40, "git_branch": "develop",
                    "trigger": "nightly", "hostname": "elsewhere", "pid": 1}  # fmt: skip
-            run_id = store.begin_run(machine, run)
+            run_id = store.begin_run(MachineDescription.of(machine), RunDescription.of(run))
             store.add_result(run_id, make_result("op.matmul[64x64]", samples=[(1 + i / 10) * 1e-3] * 6))
             store.add_result(run_id, make_result("op.matmul[64x64]", place="gpu:0", samples=[2e-5] * 6))
             store.add_result(run_id, make_result("op.conv", samples=[], status="skipped", message="no CUDA"))
@@ -295,11 +296,13 @@ def test_export_a_run_group_as_one(db_url, machine, make_result, capsys):
         shards = []
         for i, case in enumerate(("op.a", "op.b")):
             run = {"started_at": time.time() - 10 + i, "trigger": "nightly", "run_group": "nightly-1"}
-            run_id = store.begin_run(machine, run)
+            run_id = store.begin_run(MachineDescription.of(machine), RunDescription.of(run))
             store.add_result(run_id, make_result(case))
             store.finish_run(run_id)
             shards.append(run_id)
-        other = store.begin_run(machine, {"started_at": time.time(), "trigger": "local"})
+        other = store.begin_run(
+            MachineDescription.of(machine), RunDescription.of({"started_at": time.time(), "trigger": "local"})
+        )
         store.add_result(other, make_result("op.c"))
         store.finish_run(other)
     assert run_cli("export", "--run-group", "nightly-1", "--format", "csv", "--db", db_url) == 0

@@ -12,6 +12,8 @@ import pytest
 
 from benchmark.commands import gate as gate_command
 from benchmark.commands import store as store_commands
+from benchmark.environment import MachineDescription, RunDescription
+from benchmark.model import CaseResult
 from benchmark.store import open_store
 
 SAMPLES = [1e-3, 1.02e-3, 0.98e-3, 1.01e-3, 0.99e-3, 1e-3]
@@ -28,7 +30,7 @@ def cli(*argv: str) -> int:
 
 def begin(store, machine, offset: float, **fields) -> int:
     run = {"started_at": time.time() + offset, "hostname": "another-host", "pid": 1, "trigger": "test"}
-    return store.begin_run(machine, {**run, **fields})
+    return store.begin_run(MachineDescription.of(machine), RunDescription.of({**run, **fields}))
 
 
 def expected(*case_ids: str) -> dict:
@@ -205,9 +207,12 @@ def test_an_import_is_atomic_and_a_failed_one_does_not_block_the_next(db_url, tm
         # A failure inside the transaction (here: a result the store refuses) leaves nothing.
         with pytest.raises(ValueError):
             store.import_run(
-                machine,
-                {"started_at": time.time(), "status": "complete", "trigger": "import"},
-                lambda: [{"case_id": "a", "place": "cpu", "mode": "m", "samples": [1e-3]}, {"case_id": "b"}],
+                MachineDescription.of(machine),
+                RunDescription.of({"started_at": time.time(), "status": "complete", "trigger": "import"}),
+                lambda: [
+                    CaseResult("a", "a", "op", "cpu", "m", {}, "h", samples=[1e-3]),
+                    CaseResult("b", "b", "op", "cpu", "m", {}, "h", status="no such status"),
+                ],
             )
         assert store.runs() == []
     assert cli("import", "--db", db_url, str(path)) == 0

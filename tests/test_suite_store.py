@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import StoreError, open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -121,7 +122,10 @@ def test_a_bad_history_stops_the_suite_before_any_case(tmp_path, kind):
 def test_an_unwritable_json_path_is_one_line_before_anything_is_measured(tmp_path, machine, make_result):
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     with open_store(url) as store:  # a history of one run, seeded through the store
-        run_id = store.begin_run(machine, {"started_at": time.time(), "hostname": "h", "pid": 1})
+        run_id = store.begin_run(
+            MachineDescription.of(machine),
+            RunDescription.of({"started_at": time.time(), "hostname": "h", "pid": 1}),
+        )
         store.add_results(run_id, [make_result(f"s_abs[{n}]") for n in range(6)])
         store.finish_run(run_id)
     blocker = tmp_path / "summary-a.json"  # start_suite writes its summary under this name...

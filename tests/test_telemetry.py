@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import CaseResult
 from benchmark.telemetry.devices import warn_once
 from benchmark.telemetry.nvml import UNAVAILABLE_PREFIX, nvml_status, reset_status
@@ -384,7 +385,10 @@ def test_timeline_is_stored_and_read_back_from_the_history(tmp_path):
         telemetry=sampler.telemetry(),
     )
     with store_mod.open_store(f"sqlite:///{tmp_path / 'history.sqlite'}") as store:
-        run_id = store.begin_run({"hostname": "test"}, {"started_at": time.time(), "tags": []})
+        run_id = store.begin_run(
+            MachineDescription.of({"hostname": "test"}),
+            RunDescription.of({"started_at": time.time(), "tags": []}),
+        )
         store.add_result(run_id, result)
         store.finish_run(run_id, "complete")
         (row,) = store.results(run_id)

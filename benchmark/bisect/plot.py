@@ -12,9 +12,9 @@ from benchmark.report.plots import new_figure, plain_text, save
 
 def bisect_plot(results: Mapping[str, SearchResult], builds: Sequence[str]):
     """A matplotlib Figure: one line per case (the builds it measured), in percent of its baseline."""
-    fig = new_figure((max(6.0, 0.7 * len(builds) + 3.0), 4.2))
+    fig = new_figure((max(9.0, 0.7 * len(builds) + 6.0), 4.2))
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.1, right=0.72, bottom=0.22, top=0.9)
+    fig.subplots_adjust(left=0.08, right=0.64, bottom=0.22, top=0.9)
     for case_id, r in results.items():
         base = r.baseline
         if not base:

@@ -31,7 +31,9 @@ class BisectStore:
         self.group, self.root = group, root
         machine = environment.collect_machine()
         fp = machine.get("fingerprint") or environment.fingerprint(machine)
-        self.machine = {**machine, "fingerprint": f"{fp}{FINGERPRINT_SUFFIX}"}
+        self.machine = environment.MachineDescription.of(
+            {**machine, "fingerprint": f"{fp}{FINGERPRINT_SUFFIX}"}
+        )
         self.run_ids: list[int] = []
 
     def add_build(self, label: str, python: str, side: Side | None, results: Sequence[CaseResult]) -> int:
@@ -41,8 +43,8 @@ class BisectStore:
         version = framework.get("paddle_version", "?")
         note = f"bisect build {label}: {python}, paddle {version}"
         run.update(run_group=self.group, expected_results=len(results), note=note)
-        run_id = self.store.begin_run(self.machine, run)
-        self.store.add_results(run_id, [r.to_dict() for r in results])
+        run_id = self.store.begin_run(self.machine, environment.RunDescription.of(run))
+        self.store.add_results(run_id, list(results))
         self.store.finish_run(run_id, "complete", note=note)
         self.run_ids.append(run_id)
         return run_id

@@ -14,8 +14,12 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmark.commands._common import add_case_selection, command
+
+if TYPE_CHECKING:
+    from benchmark.bisect.builds import EnvCache
 
 
 def register(sub) -> None:
@@ -64,7 +68,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _builds(args: argparse.Namespace, say) -> tuple[list[str], object | None]:
+def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | None]:
     """(build labels, cache) from --package (the cache makes each build's interpreter on first use)
     or the interpreters given (cache None; the labels are the interpreters)."""
     from benchmark.bisect.builds import DEFAULT_INDEX, BuildError, EnvCache, index_versions

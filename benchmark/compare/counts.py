@@ -179,12 +179,12 @@ def count_dict(s: CaseState) -> dict[str, Any] | None:
 
 def side_count_result(s: CaseState, label: str) -> CaseResult | None:
     """The case's instruction result on one side, as stored (None: not counted), with the verdict
-    in `extra["compare"]`."""
+    in `compare`."""
     c: CountOutcome | None = s.counts
     if c is None:
         return None
     r = c.results[label]
-    r.extra["compare"] = {
+    r.compare = {
         "side": label,
         "verdict": c.verdict,
         "ratio_b_over_a": c.check.ratio if c.check else None,

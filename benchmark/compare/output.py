@@ -114,7 +114,7 @@ def side_result(state: CaseState, label: str) -> CaseResult:
         r.samples, r.stats = pooled, stats
         r.iterations = next((e.iterations for e in r.processes if e.status == "ok"), 1)
     d = state.decision
-    r.extra["compare"] = {
+    r.compare = {
         "side": label,
         "verdict": state.verdict,
         "ratio_b_over_a": d.ratio if d else None,
@@ -159,9 +159,10 @@ def store_job(store, job: Job, *, root: Path, run_group: str | None = None) -> d
         )
         if job.instructions is not None:
             run_info["instructions"] = job.instructions
-        run_id = store.begin_run({**machine, "fingerprint": f"{fp}/compare-{label}"}, run_info)
+        side_machine = environment.MachineDescription.of({**machine, "fingerprint": f"{fp}/compare-{label}"})
+        run_id = store.begin_run(side_machine, environment.RunDescription.of(run_info))
         results = [side_result(s, label) for s in job.states] + counted
-        store.add_results(run_id, [r.to_dict() for r in results])
+        store.add_results(run_id, results)
         if job.interrupted:  # kept, but never a baseline: the gate takes complete runs only
             store.finish_run(
                 run_id, "interrupted", finished_at=ended, note=f"{run_info['note']}; {job.stopped}"

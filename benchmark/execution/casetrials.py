@@ -48,7 +48,7 @@ class CaseTrials:
             elif self.error is None:
                 self.error = message
                 if record.traceback:
-                    self.result.extra["traceback"] = record.traceback
+                    self.result.traceback = record.traceback
         self.done = bool(self.skipped or self.error) or trial.index == trial.processes - 1
         return self.done
 
@@ -131,7 +131,7 @@ def apply_checks(r: CaseResult, record: ChecksRecord) -> None:
         message = record.message or "no record"
         r.message = f"checks after timing: {message.replace('worker process:', 'worker process')}"
         if record.traceback:
-            r.extra["traceback"] = record.traceback
+            r.traceback = record.traceback
         return
     if record.accuracy is not None:
         r.accuracy = record.accuracy
@@ -143,6 +143,6 @@ def apply_checks(r: CaseResult, record: ChecksRecord) -> None:
         median = r.stats.median
         if torch.get("status") == "ok":
             torch["paddle_over_torch"] = median / torch["median"] if median and torch.get("median") else None
-        r.extra["torch"] = torch
+        r.torch = torch
     if record.profile is not None:
         r.profile = record.profile

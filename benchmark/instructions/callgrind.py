@@ -385,7 +385,7 @@ def fill_result(result: CaseResult, record: CountRecord, tooling: Tooling | None
         result.status = record.status
         result.message = record.message or "the instruction-count worker gave no reason"
         if record.traceback:
-            result.extra["traceback"] = record.traceback
+            result.traceback = record.traceback
         return result
     iterations = record.iterations or 1
     if record.chunks is not None:  # a worker's record: integer chunk totals, the parent divides

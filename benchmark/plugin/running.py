@@ -97,7 +97,7 @@ def run_case(case: Case, benchmark, bench: BenchSession) -> CaseResult:
     except Exception as e:  # noqa: BLE001 - any failure of a case is recorded as that case's error
         result.status = "error"
         result.message = f"{type(e).__name__}: {e}".splitlines()[0][:500]
-        result.extra["traceback"] = traceback.format_exc(limit=8)
+        result.traceback = traceback.format_exc(limit=8)
     finally:
         if sampler is not None:
             sampler.stop()

@@ -23,6 +23,7 @@ import pytest
 
 from benchmark import environment, runners
 from benchmark.config import load_paths
+from benchmark.environment import MachineDescription, RunDescription
 from benchmark.execution import measure
 from benchmark.gate.judge import judge
 from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
@@ -207,7 +208,9 @@ class BenchSession:
 
         self.run_info["heartbeat_s"] = HEARTBEAT_PERIOD_S
         try:
-            self.run_id = self.store.begin_run(self.machine, self.run_info)
+            self.run_id = self.store.begin_run(
+                MachineDescription.of(self.machine), RunDescription.of(self.run_info)
+            )
         except StoreError as e:
             raise pytest.UsageError(f"history store: {e}") from None
         self.store.start_heartbeat(self.run_id, HEARTBEAT_PERIOD_S)
@@ -343,7 +346,7 @@ class BenchSession:
             return
 
         try:
-            self.store.add_result(self.run_id, result.to_dict())
+            self.store.add_result(self.run_id, result)
             self.stored += 1
         except (StoreError, ValueError) as e:
             # Stop here: what is measured from now on could not be stored either. The run is

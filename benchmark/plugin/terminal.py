@@ -261,7 +261,7 @@ def _write_time_row(tr, r, verbose: bool = False) -> None:
         tr.write_line(f"    {r.status.upper()}: {r.message}", red=True)
     if r.throughput:
         tr.write_line(f"    throughput: {r.throughput:,.1f} {r.throughput_unit}")
-    torch = r.extra.get("torch") or {}
+    torch = r.torch or {}
     if torch.get("paddle_over_torch"):
         tr.write_line(
             f"    vs torch: {measure.format_time(torch['median'])} per iteration, "

@@ -1,7 +1,8 @@
 """The history store: every run, result, raw sample and environment, in SQLite or PostgreSQL.
 
     store = open_store(url)                      # checks everything before a case is measured
-    run_id = store.begin_run(collect_machine(), collect_run(framework_info))
+    run_id = store.begin_run(MachineDescription.of(collect_machine()),
+                             RunDescription.of(collect_run(framework_info)))
     store.add_result(run_id, case_result)        # committed at once
     store.finish_run(run_id, "complete")
 

@@ -28,7 +28,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -36,7 +36,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from benchmark.environment import fingerprint, volatile_environment
+from benchmark.environment import MachineDescription, RunDescription, volatile_environment
+from benchmark.model import CaseResult
 from benchmark.store.engine import StoreError, checkpoint, error_reason, writer
 from benchmark.store.models import (
     CASE,
@@ -79,16 +80,20 @@ TOUCH_RUN = (
 )
 
 
-def _run_values(
-    machine: Mapping[str, Any], run: Mapping[str, Any]
-) -> tuple[dict[str, Any], str, dict[str, Any]]:
-    """(machine, its fingerprint, the run row's values) for a new run on `machine`. Drivers, kernel
-    and Python patch version are not in the fingerprint: they are recorded with each run."""
-    machine = dict(machine)
-    fp = machine.get("fingerprint") or fingerprint(machine)
+def _run_values(machine: MachineDescription, run: RunDescription) -> dict[str, Any]:
+    """The run row's values for a new run on `machine`. Drivers, kernel and Python patch version are
+    not in the fingerprint: they are recorded with each run."""
+    _typed(machine, run)
     values = run_row(run)
-    values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine)}
-    return machine, fp, values
+    values["extra"] = {**values["extra"], "machine_env": volatile_environment(machine.info)}
+    return values
+
+
+def _typed(machine: Any, run: Any) -> None:
+    if not isinstance(machine, MachineDescription):
+        raise TypeError(f"a run's machine is a MachineDescription, not {type(machine).__name__}")
+    if not isinstance(run, RunDescription):
+        raise TypeError(f"a run is described by a RunDescription, not {type(run).__name__}")
 
 
 class Store(StoreReads):
@@ -187,31 +192,30 @@ class Store(StoreReads):
 
     # ---------------------------------------------------------------------------------------- writes
 
-    def begin_run(self, machine: Mapping[str, Any], run: Mapping[str, Any]) -> int:
-        """Record the start of a run (status 'running') on `machine`; returns the run id.
-
-        `machine` is `environment.collect_machine()` (its fingerprint is computed if absent); `run` is
-        `environment.collect_run()`. A run may also carry `status` and `finished_at` (imports do).
+    def begin_run(self, machine: MachineDescription, run: RunDescription) -> int:
+        """Record the start of a run (status 'running', unless `run` says otherwise) on `machine`;
+        returns the run id. Both are the typed descriptions of `benchmark.environment`
+        (`MachineDescription.of(collect_machine())`, `RunDescription.of(collect_run())`).
         """
-        machine, fp, values = _run_values(machine, run)
+        values = _run_values(machine, run)
 
         def work(conn: Connection) -> int:
-            machine_id = self._machine_id(conn, fp, machine)
+            machine_id = self._machine_id(conn, machine)
             run_id = _new_id(conn.execute(sa.insert(RUN).values(machine_id=machine_id, **values)))
             self._runs[run_id] = (machine_id, values["started_at"].timestamp())
             return int(run_id)
 
         return self._transact(work)
 
-    def add_result(self, run_id: int, result: Mapping[str, Any] | Any) -> int:
-        """Store one result (a `CaseResult` or its `to_dict()`) and commit; returns its row id."""
+    def add_result(self, run_id: int, result: CaseResult) -> int:
+        """Store one result and commit; returns its row id."""
         data = as_dict(result)
         return self._transact(
             lambda conn: self._insert_results(conn, run_id, [data])[0],
             autocommit=self._single_insert(run_id, data),
         )
 
-    def add_results(self, run_id: int, results: Iterable[Mapping[str, Any] | Any]) -> list[int]:
+    def add_results(self, run_id: int, results: Iterable[CaseResult]) -> list[int]:
         """Store many results in one transaction (bulk insert); returns their row ids in order."""
         batch = [as_dict(r) for r in results]
         if not batch:
@@ -220,9 +224,9 @@ class Store(StoreReads):
 
     def import_run(
         self,
-        machine: Mapping[str, Any],
-        run: Mapping[str, Any],
-        results: Callable[[], Iterable[Mapping[str, Any]]],
+        machine: MachineDescription,
+        run: RunDescription,
+        results: Callable[[], Iterable[CaseResult]],
         *,
         batch: int = 2000,
     ) -> int:
@@ -232,10 +236,10 @@ class Store(StoreReads):
         again); they are inserted `batch` at a time, and the id caches are dropped after each batch,
         so memory stays bounded however many results there are. Returns the run id.
         """
-        machine, fp, values = _run_values(machine, run)
+        values = _run_values(machine, run)
 
         def work(conn: Connection) -> int:
-            machine_id = self._machine_id(conn, fp, machine)
+            machine_id = self._machine_id(conn, machine)
             run_id = _new_id(conn.execute(sa.insert(RUN).values(machine_id=machine_id, **values)))
             pending: list[dict[str, Any]] = []
             for result in results():
@@ -417,12 +421,13 @@ class Store(StoreReads):
             self._series_ids[(case_pk, machine_id, place, mode, metric)] = sid
         self._preloaded.add(machine_id)
 
-    def _machine_id(self, conn: Connection, fp: str, info: dict[str, Any]) -> int:
+    def _machine_id(self, conn: Connection, machine: MachineDescription) -> int:
+        fp = machine.fingerprint
         if fp not in self._machine_ids:
             values = {
                 "fingerprint": fp,
-                "hostname": info.get("hostname"),
-                "info": info,
+                "hostname": machine.hostname,
+                "info": dict(machine.info),
                 "created_at": utcnow(),
             }
             self._machine_ids[fp] = _get_or_create(conn, MACHINE, values, ("fingerprint",))

@@ -18,6 +18,10 @@ and writes through the tables, `RUN`, `RESULT`, ...).
 - telemetry / profile: a result's NVML timeline and its profiler op table.
 - result_process: one row per worker-process trial of a result (issue 11), with its raw samples.
 
+The classes carry a `Row` suffix (`MachineRow`, `RunRow`, `CaseRow`, `SeriesRow`, `ResultRow`,
+`TelemetryRow`, `ProfileRow`, `ResultProcessRow`) so they are never mistaken for the typed records of
+`benchmark.model` (`Case`, `Series`, `CaseResult`) that the store's reads return.
+
 Migrations live in `migrations/`; every schema change here needs a new revision there.
 """
 

@@ -30,7 +30,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from benchmark.analysis.summary import median_ci
-from benchmark.environment import fingerprint
+from benchmark.environment import MachineDescription, RunDescription, fingerprint
+from benchmark.model import CaseResult
 from benchmark.store.core import Store
 from benchmark.store.export import PYTEST_BENCHMARK_STATS
 from benchmark.store.import_checks import (
@@ -112,9 +113,11 @@ def import_pytest_benchmark(
 
     def results():
         for _, bench in _benchmarks(path):
-            yield result_from_benchmark(bench)
+            yield CaseResult.from_dict(result_from_benchmark(bench))
 
-    run_id = store.import_run(machine, run, results, batch=IMPORT_BATCH)
+    run_id = store.import_run(
+        MachineDescription.of(machine), RunDescription.of(run), results, batch=IMPORT_BATCH
+    )
     return ImportOutcome(str(path), run_id, count)
 
 

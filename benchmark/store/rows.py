@@ -1,4 +1,4 @@
-"""Rows of the history's tables from the harness's records (`environment.collect_run()`,
+"""Rows of the history's tables from the harness's records (`environment.RunDescription`,
 `CaseResult.to_dict()`, process entries, telemetry, profiles), checked on the way in, and the
 stored rows back as those records."""
 
@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from benchmark.environment import RunDescription
+from benchmark.model import CaseResult
 from benchmark.records import ProcessValue
 from benchmark.results import bad_timings, timing_problem
 from benchmark.store.models import (
@@ -31,10 +33,12 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def as_dict(result: Any) -> dict[str, Any]:
-    """A result (a `CaseResult` or its `to_dict()`) as a dict with case_id, place, mode and a
-    config hash (computed from the config when absent)."""
-    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+def as_dict(result: CaseResult) -> dict[str, Any]:
+    """A `CaseResult` as a dict with case_id, place, mode and a config hash (computed from the
+    config when empty)."""
+    if not isinstance(result, CaseResult):
+        raise TypeError(f"the store takes a CaseResult, not {type(result).__name__}")
+    data = result.to_dict()
     for key in ("case_id", "place", "mode"):
         if not data.get(key):
             raise ValueError(f"a result needs {key!r}; got keys {sorted(data)}")
@@ -63,43 +67,38 @@ def _epoch(value: dt.datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 
 
-def run_row(run: Mapping[str, Any]) -> dict[str, Any]:
-    """Columns of the run table from an `environment.collect_run()` dict; unknown keys go to `extra`."""
-    framework = dict(run.get("framework") or {})
-    known = {
-        "started_at", "finished_at", "status", "git_commit", "git_branch", "git_dirty",
-        "framework", "env", "trigger", "tags", "hostname", "pid", "expected_results", "run_group",
-        "heartbeat_s", "note", "import_source", "import_sha256", "baseline",
-    }  # fmt: skip
-    status = run.get("status") or "running"
+def run_row(run: RunDescription) -> dict[str, Any]:
+    """Columns of the run table from a run's description; its `extra` goes to the `extra` column."""
+    framework = dict(run.framework or {})
+    status = run.status or "running"
     if status not in RUN_STATUSES:
         raise ValueError(f"run status must be one of {', '.join(RUN_STATUSES)}, not {status!r}")
     return {
-        "started_at": to_datetime(run.get("started_at") or time.time()),
-        "finished_at": _ts(run.get("finished_at")),
+        "started_at": to_datetime(run.started_at or time.time()),
+        "finished_at": _ts(run.finished_at),
         "heartbeat_at": utcnow(),
         "status": status,
-        "git_commit": run.get("git_commit"),
-        "git_branch": run.get("git_branch"),
-        "git_dirty": run.get("git_dirty"),
+        "git_commit": run.git_commit,
+        "git_branch": run.git_branch,
+        "git_dirty": run.git_dirty,
         "paddle_version": _text(framework, "paddle_version", "version"),
         "paddle_commit": _text(framework, "paddle_commit", "commit"),
         "cuda_version": _text(framework, "cuda_version", "cuda"),
         "cudnn_version": _text(framework, "cudnn_version", "cudnn"),
         "framework": framework,
-        "env": dict(run.get("env") or {}),
-        "trigger": run.get("trigger") or "local",
-        "tags": list(run.get("tags") or []),
-        "hostname": run.get("hostname"),
-        "pid": _int(run.get("pid")),
-        "extra": {k: v for k, v in run.items() if k not in known},
-        "expected_results": _int(run.get("expected_results")),
-        "run_group": run.get("run_group") or None,
-        "heartbeat_s": _float(run.get("heartbeat_s")),
-        "note": run.get("note"),
-        "import_source": run.get("import_source"),
-        "import_sha256": run.get("import_sha256"),
-        "baseline": bool(run.get("baseline", True)),
+        "env": dict(run.env or {}),
+        "trigger": run.trigger or "local",
+        "tags": list(run.tags or []),
+        "hostname": run.hostname,
+        "pid": _int(run.pid),
+        "extra": dict(run.extra),
+        "expected_results": _int(run.expected_results),
+        "run_group": run.run_group or None,
+        "heartbeat_s": _float(run.heartbeat_s),
+        "note": run.note,
+        "import_source": run.import_source,
+        "import_sha256": run.import_sha256,
+        "baseline": bool(run.baseline),
     }
 
 
