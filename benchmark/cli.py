@@ -4,7 +4,9 @@ exposes `register(subparsers)`; add a module to COMMAND_MODULES to add a command
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 COMMAND_MODULES = [
@@ -46,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader stopped early (`benchmark gate | head`): say nothing, and let Python not
+        # complain either when it flushes stdout on the way out.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (stays open until exit)
         return 0
 
 

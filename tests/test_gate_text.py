@@ -12,6 +12,7 @@ from benchmark.store import open_store
 STEADY = [[1.0e-4, 1.01e-4], [1.02e-4, 0.99e-4], [1.0e-4, 1.0e-4]]
 SLOW = [[x * 3 for x in p] for p in STEADY]
 NO_GPU = "place gpu: this paddle build has no CUDA (CPU-only build)"
+LONG = "elementwise_mul-x_50x128x1000-y_1x128x1000-fwd"  # a real case id of the default suite
 
 
 def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsys):
@@ -21,7 +22,7 @@ def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsy
                 MachineDescription.of(machine),
                 RunDescription.of({"started_at": 1.8e9 + 60 * k, "trigger": "local"}),
             )
-            for case in ("op.a", "op.b"):
+            for case in ("op.a", "op.b", LONG):
                 slow = k == 1 and case == "op.b"
                 store.add_result(run_id, result_from_processes(case, SLOW if slow else STEADY))
             for case in ("op.c", "op.d", "op.e"):
@@ -34,7 +35,14 @@ def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsy
     lines = capsys.readouterr().out.splitlines()
     rows = lines[1:-1]
     assert rows[0].startswith("REGRESSION   op.b [cpu dynamic] time")
-    assert rows[1].startswith("PASS") or rows[1].startswith("INCONCLUSIVE")
-    assert "op.a [cpu dynamic]" in rows[1] and len(rows[1]) <= 120
+    # the regression in full, wrapped under its verdict; then the others, one short row each
+    rest = [row for row in rows[1:] if not row.startswith(" ")]
+    assert all(row.startswith(" " * 13) for row in rows[1 : rows.index(rest[0])])
+    assert rest[0].startswith("PASS") or rest[0].startswith("INCONCLUSIVE")
+    assert "op.a [cpu dynamic]" in rest[0]
+    # a long case id: the comparison goes on an indented second line, so no row passes 120 columns
+    long_row = next(i for i, row in enumerate(rows) if LONG in row)
+    assert rows[long_row + 1].startswith(" " * 13 + "A/B vs run")
+    assert all(len(line) <= 120 for line in lines)
     assert rows[-1] == f"SKIPPED      3 series: {NO_GPU}"
     assert lines[-1].startswith("gate: FAIL (1 failing case(s)")

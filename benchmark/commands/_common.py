@@ -145,6 +145,8 @@ def command(name: str) -> Callable:
             try:
                 return int(fn(args) or 0)
             except Exception as exc:
+                if isinstance(exc, BrokenPipeError):  # a reader that stopped early (| head): not an error
+                    raise
                 if isinstance(exc, _expected_errors()):
                     return fail(name, one_line(exc))
                 raise

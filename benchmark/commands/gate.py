@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 
 from benchmark.commands._common import add_db, command, open_history, resolve_run
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
@@ -140,10 +141,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
     out += [f"notice: {judgement.notice}"] if judgement.notice else []
     # What fails first, in full; then improvements; with --all the rest in one short line each,
     # and the skipped ones last, one line per reason.
-    out += [format_decision(d) for d in failing]
-    out += [format_decision_brief(d) for d in improved]
+    out += [
+        line for d in failing for line in textwrap.wrap(format_decision(d), 120, subsequent_indent=" " * 13)
+    ]
+    out += [line for d in improved for line in format_decision_brief(d)]
     if args.all:
-        out += [format_decision_brief(d) for d in others]
+        out += [line for d in others for line in format_decision_brief(d)]
         out += skipped_lines(skipped)
     out += [f"environment: {line}" for line in event_lines(decisions)]
     out += [f"came back: {line}" for line in revert_lines(decisions)]

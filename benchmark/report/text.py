@@ -49,13 +49,20 @@ def _head_and_effect(d: Any) -> tuple[str, str]:
     return head, f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
 
 
-def format_decision_brief(d: Any) -> str:
-    """A decision in one short line (the gate's rows that do not fail): verdict, series, metric,
-    effect with interval, and what it was compared with; the full reason is in `--json`."""
+BRIEF_WIDTH = 120
+
+
+def format_decision_brief(d: Any) -> list[str]:
+    """A decision in a short row, as lines (the gate's rows that do not fail): verdict, series, metric, effect
+    with interval, and what it was compared with; the full reason is in `--json`. A row longer than
+    BRIEF_WIDTH (a long case id) goes on with the comparison on a second, indented line."""
     baseline = getattr(d, "baseline", "") or ""
     # the regime that judged it, briefly: "history: 11 runs (1..11)", "A/B vs run 4", "level: ..."
     against = f"A/B vs {baseline.split(' (A/B', 1)[0]}" if "(A/B" in baseline else baseline
-    return "  ".join(p for p in (*_head_and_effect(d), against) if p)
+    row = "  ".join(p for p in (*_head_and_effect(d), against) if p)
+    if len(row) <= BRIEF_WIDTH or not against:
+        return [row]
+    return ["  ".join(p for p in _head_and_effect(d) if p), f"{'':<13}{against}"]
 
 
 def skipped_lines(decisions: Iterable[Any]) -> list[str]:
