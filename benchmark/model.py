@@ -198,6 +198,9 @@ class Spec(_Frozen):
     # op kind
     op: str | None = None
     inputs: dict[str, Tensor] | None = None
+    # Tensor-list inputs: the op's argument -> the inputs (in `inputs`, in order) passed to it as
+    # one list, e.g. {"x": ["x__0", "x__1"]} for `paddle.concat(x=[x__0, x__1])`.
+    lists: dict[str, list[str]] | None = None
     attrs: dict[str, Any] = Field(default_factory=dict)
     reference: str | None = None
     torch_op: str | None = None
@@ -215,6 +218,18 @@ class Spec(_Frozen):
     def tensors(self) -> dict[str, Tensor]:
         """The generated inputs: `inputs` of an op case, `feed` of a program case, else none."""
         return dict(self.inputs or self.feed or {})
+
+    def grouped(self, values: dict[str, Any]) -> dict[str, Any]:
+        """`values` by input name, with the parts of each tensor-list input gathered into one list
+        under the list's name, at the place of its first part (the op's arguments, in order)."""
+        part_of = {part: name for name, parts in (self.lists or {}).items() for part in parts}
+        out: dict[str, Any] = {}
+        for name, value in values.items():
+            if name in part_of:
+                out.setdefault(part_of[name], []).append(value)
+            else:
+                out[name] = value
+        return out
 
 
 @dataclass(frozen=True)

@@ -232,9 +232,12 @@ def test_generic_resolution_renames_and_signature_binding():
             "missing a required argument",
         ),
         (
-            {"op": "concat", "param_info": {"x": {"type": "list<Variable>", "x0": var("[2L]")}}},
+            {
+                "op": "concat",
+                "param_info": {"x": {"type": "list<Variable>", "x0": {"type": "int", "value": "1"}}},
+            },
             legacy_ops.LIST_INPUT,
-            "list of tensors",
+            "whose items are not all tensors",
         ),
         ({"op": "cond", "param_info": {"input": var("[1L]")}}, legacy_ops.NEEDS_LAYER, "static program"),
         ({"op": "roi_align", "param_info": {"x": var("[1L]")}}, legacy_ops.NEEDS_VALUES, "boxes_num"),

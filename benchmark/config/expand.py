@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchmark.config.schema import DTYPES, VAR_RE, check_dtype
+from benchmark.config.schema import DTYPES, MAX_LIST_TENSORS, VAR_RE, TensorSpec, check_dtype
 from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
 from benchmark.model import Case, Spec, Tensor
 
@@ -156,9 +156,12 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
     body = spec.model_dump(exclude={"grid", "places", "modes", "dtypes", "tags", "description"})
     for group in ("inputs", "feed"):
         for tensor in (body.get(group) or {}).values():
-            if tensor.get("index") is None:
-                # Unset, it leaves the config (and the config hash of every existing case) as it was.
-                tensor.pop("index", None)
+            # Unset, they leave the config (and the config hash of every existing case) as it was.
+            parts = tensor.get("tensors") if isinstance(tensor.get("tensors"), list) else []
+            for part in [tensor, *parts]:
+                for key in ("index", "tensors", "shape"):
+                    if part.get(key) is None:
+                        part.pop(key, None)
     if body["measure"].get("processes") is None:
         # Unset, it leaves the config (and so the config hash of every existing case) as it was.
         body["measure"].pop("processes", None)
@@ -178,7 +181,11 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                     cfg["backward"] = backward
                     cfg["step"] = step
                     cfg["kind"] = spec.kind
-                    problems = _check_expanded(cfg, max_bytes) or _check_framework(cfg, checks, max_bytes)
+                    problems = (
+                        _flatten_lists(cfg)
+                        or _check_expanded(cfg, max_bytes)
+                        or _check_framework(cfg, checks, max_bytes)
+                    )
                     if problems:
                         for fld, msg in problems:
                             issue(name, *_located(fld, msg, body, spec.grid, point, lines, base))
@@ -337,12 +344,67 @@ def _resolve_indices(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
+def list_part(name: str, i: int) -> str:
+    """The input name of the i-th tensor of the tensor-list input `name`."""
+    return f"{name}__{i}"
+
+
+def _flatten_lists(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each tensor-list input of an op case becomes one input per tensor (``x__0``, ``x__1``, ...,
+    in its place) and `lists` names them: each is generated, sized and checked as any input, and the
+    runners hand them to the op as one list (`Spec.grouped`)."""
+    inputs = cfg.get("inputs")
+    if (
+        cfg.get("kind") != "op"
+        or not inputs
+        or not any(isinstance(t, dict) and "tensors" in t for t in inputs.values())
+    ):
+        return []
+    flat: dict[str, Any] = {}
+    lists: dict[str, list[str]] = {}
+    for name, tensor in inputs.items():
+        if "tensors" not in tensor:
+            flat[name] = tensor
+            continue
+        tensors = tensor["tensors"]
+        if not isinstance(tensors, list) or not 1 <= len(tensors) <= MAX_LIST_TENSORS:
+            return [
+                (
+                    f"inputs.{name}.tensors",
+                    f"expected a list of 1 to {MAX_LIST_TENSORS} tensors, got {tensors!r}"[:300],
+                )
+            ]
+        lists[name] = [list_part(name, i) for i in range(len(tensors))]
+        for i, (part, spec) in enumerate(zip(lists[name], tensors, strict=True)):
+            # each tensor as a plain input (a grid gives them bare: the schema fills the defaults)
+            try:
+                typed = TensorSpec.model_validate({"dtype": tensor.get("dtype", "float32"), **spec})
+            except (ValidationError, TypeError) as e:
+                return [(f"inputs.{name}.tensors.{i}", str(e).splitlines()[0] if isinstance(e, TypeError) else
+                         "; ".join(f"{pydantic_field(loc) or 'value'}: {msg}" for loc, msg in pydantic_issues(e)))]  # fmt: skip
+            if typed.tensors is not None:
+                return [(f"inputs.{name}.tensors.{i}", "a tensor of a list cannot be a list itself")]
+            flat[part] = {k: v for k, v in typed.model_dump().items() if v is not None}
+    cfg["inputs"], cfg["lists"] = flat, lists
+    return []
+
+
+def _op_arguments(cfg: dict[str, Any]) -> dict[str, None]:
+    """The op's input arguments of an expanded op case (a tensor list is one argument)."""
+    names = dict.fromkeys(cfg["inputs"])
+    for name, parts in (cfg.get("lists") or {}).items():
+        for part in parts:
+            names.pop(part, None)
+        names[name] = None
+    return names
+
+
 def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tuple[str, str]]:
     """Checks the framework side answers for one expanded case: the op's signature binds the case's
     inputs and attrs; a model's args are known and its estimated footprint fits `max_bytes`."""
     problems: list[tuple[str, str]] = []
     if checks.binder and cfg["kind"] == "op":
-        reason = checks.binder(cfg["op"], dict.fromkeys(cfg["inputs"]), cfg.get("attrs") or {})
+        reason = checks.binder(cfg["op"], _op_arguments(cfg), cfg.get("attrs") or {})
         if reason:
             problems.append(("attrs", reason))
     if checks.binder and cfg["kind"] == "program":

@@ -97,8 +97,14 @@ class IndexSpec(_Strict):
         return v
 
 
+MAX_LIST_TENSORS = 256  # tensors in one tensor-list input (they count toward the case's memory cap)
+
+
 class TensorSpec(_Strict):
-    shape: Any
+    shape: Any = None
+    # A tensor-list input: the op gets these tensors as one list argument (e.g. paddle.concat's x);
+    # each has its own shape and dtype. A case lists at most MAX_LIST_TENSORS of them per input.
+    tensors: list[TensorSpec] | str | None = None  # a list, or a $grid reference to one (grids may vary N)
     dtype: str = "$dtype"
     low: float = -1.0
     high: float = 1.0
@@ -113,9 +119,33 @@ class TensorSpec(_Strict):
             self.dtype = "int64"
         return self
 
+    @model_validator(mode="after")
+    def _shape_or_tensors(self) -> TensorSpec:
+        if self.tensors is None and self.shape is None:
+            raise ValueError("expected a shape (one tensor) or tensors (a list of them)")
+        if isinstance(self.tensors, str):
+            if not VAR_RE.fullmatch(self.tensors):
+                raise ValueError(
+                    f"tensors: expected a list of tensors or a $grid reference, got {self.tensors!r}"
+                )
+        elif self.tensors is not None:
+            if self.shape is not None or self.index is not None:
+                raise ValueError(
+                    "a tensor list gives each tensor its own shape: no shape or index beside tensors"
+                )
+            if not 1 <= len(self.tensors) <= MAX_LIST_TENSORS:
+                raise ValueError(
+                    f"tensors: expected 1 to {MAX_LIST_TENSORS} tensors, got {len(self.tensors)}"
+                )
+            if any(t.tensors is not None for t in self.tensors):
+                raise ValueError("tensors: a tensor of a list cannot be a list itself")
+        return self
+
     @field_validator("shape", mode="before")
     @classmethod
     def _shape(cls, v: Any) -> Any:
+        if v is None:
+            return v
         if isinstance(v, str) and VAR_RE.fullmatch(v):
             return v
         if isinstance(v, list) and all(

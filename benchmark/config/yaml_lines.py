@@ -107,7 +107,20 @@ def pydantic_field(loc: tuple) -> str:
 def pydantic_issues(err: ValidationError) -> list[tuple[tuple, str]]:
     """One (location, message) per field: union alternatives are merged into one message."""
     grouped: dict[tuple, list[str]] = {}
-    for e in err.errors():
+    errors = err.errors()
+    locs = [_clean_loc(tuple(e["loc"])) for e in errors]
+
+    def beside_a_deeper_error(loc: tuple) -> bool:
+        return any(len(other) > len(loc) and other[: len(loc)] == loc for other in locs)
+
+    # A union's other alternative (a $grid reference string) failing beside a real error inside the
+    # value says nothing: keep the error that names the field.
+    errors = [
+        e
+        for e, loc in zip(errors, locs, strict=True)
+        if not (e["type"] == "string_type" and beside_a_deeper_error(loc))
+    ]
+    for e in errors:
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown field"

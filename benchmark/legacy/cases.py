@@ -340,7 +340,7 @@ def op_cases(
         notes.append(f"{', '.join(unset)} None in the legacy config: the function's default")
     for (_, api, _), sig in zip(apis, sigs, strict=True):
         _bind(api, sig, inputs, attrs)
-    dtypes = sorted({spec["dtype"] for spec in inputs.values()})
+    dtypes = sorted({leaf["dtype"] for spec in inputs.values() for leaf in spec.get("tensors", [spec])})
     places = list(entry.get("places") or ["cpu", "gpu"])
     if "float16" in dtypes and places != ["gpu"]:
         places = ["gpu"]
@@ -360,7 +360,7 @@ def op_cases(
             "tags": ["imported"],
         }
         if len(dtypes) == 1:  # dtype: $dtype
-            case["inputs"] = {n: {k: v for k, v in s.items() if k != "dtype"} for n, s in inputs.items()}
+            case["inputs"] = {n: _without_dtype(s) for n, s in inputs.items()}
         if not inputs:
             case["dtypes"] = ["float32"]
             case["backward"] = False
@@ -373,6 +373,13 @@ def op_cases(
             case["tolerance"] = dict(tolerance)
         cases.append(case)
     return cases, notes
+
+
+def _without_dtype(spec: dict[str, Any]) -> dict[str, Any]:
+    """An input without its dtype (the case's $dtype), a tensor list's tensors too."""
+    if "tensors" in spec:
+        return {**spec, "tensors": [{k: v for k, v in s.items() if k != "dtype"} for s in spec["tensors"]]}
+    return {k: v for k, v in spec.items() if k != "dtype"}
 
 
 def lstm_case(config, source, index, label, batch_size, unknown_dim) -> tuple[list[dict], list[str]]:

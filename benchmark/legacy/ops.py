@@ -190,6 +190,14 @@ OPS: dict[str, dict[str, Any]] = {
     },
     # ---- renamed ops and renamed parameters -------------------------------------------------
     "assign": {"api": "paddle.assign", "rename": {"input": "x"}},
+    # tensor-list inputs: the reference gets the list as its first argument, as the op does
+    "concat": {"references": {"paddle.concat": "numpy.concatenate"}},
+    "stack": {"references": {"paddle.stack": "numpy.stack"}},
+    "multi_dot": {
+        "api": "paddle.linalg.multi_dot",
+        "rename": {"inputs": "x"},
+        "references": {"paddle.linalg.multi_dot": "numpy.linalg.multi_dot"},
+    },
     "bincount": {
         "api": "paddle.bincount",
         "rename": {"w": "weights"},

@@ -112,6 +112,24 @@ def _input_spec(name: str, spec: dict[str, Any], batch_size: int, unknown_dim: i
     return {"shape": shape, "dtype": dtype}
 
 
+def _list_spec(name: str, spec: dict[str, Any], batch_size: int, unknown_dim: int, notes: list[str]) -> list:
+    """A `list<Variable>` parameter -> its tensors, in the legacy order (x0, x1, ..., x10)."""
+    parts = [(k, v) for k, v in spec.items() if k != "type"]
+    if not parts or not all(isinstance(v, dict) and v.get("type") == "Variable" for _, v in parts):
+        raise NotConvertible(
+            f"parameter {name!r}: a list<Variable> whose items are not all tensors", T.LIST_INPUT
+        )
+
+    def order(item: tuple[str, Any]) -> tuple[int, str]:
+        digits = item[0][len(item[0].rstrip("0123456789")) :]
+        return (int(digits) if digits else -1, item[0])
+
+    return [
+        _input_spec(f"{name}[{i}]", v, batch_size, unknown_dim, notes)
+        for i, (_, v) in enumerate(sorted(parts, key=order))
+    ]
+
+
 def split_params(
     param_info: dict[str, Any],
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -129,10 +147,7 @@ def split_params(
         if spec["type"] == "Variable":
             inputs[name] = _input_spec(name, spec, batch_size, unknown_dim, notes)
         elif spec["type"] == "list<Variable>":
-            raise NotConvertible(
-                f"parameter {name!r} is a list of tensors; an op case's inputs are single tensors",
-                T.LIST_INPUT,
-            )
+            inputs[name] = {"tensors": _list_spec(name, spec, batch_size, unknown_dim, notes)}
         else:
             attrs[name] = parse_value(spec["type"], spec.get("value"))
     return inputs, attrs

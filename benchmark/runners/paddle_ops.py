@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.model import Case, Tensor
+from benchmark.model import Case, Spec, Tensor
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_allowed
 
@@ -68,9 +68,9 @@ def prepare(case: Case) -> Prepared:
         raise RunnerUnavailable(f"{case.case_id}: backward requested but no input is floating point")
     info = {"op": spec.op, "mode": mode}
     if mode == "static":
-        step, outputs = _static(fn, inputs, arrays, attrs, grad_names, place)
+        step, outputs = _static(fn, spec, arrays, attrs, grad_names, place)
     else:
-        step, outputs = _eager(fn, inputs, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
+        step, outputs = _eager(fn, spec, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
     return Prepared(
         step=step,
         sync=pc.synchronizer(place),
@@ -82,14 +82,16 @@ def prepare(case: Case) -> Prepared:
     )
 
 
-def _eager(fn, inputs: dict[str, Tensor], arrays, attrs, grad_names, place, *, jit: bool):
+def _eager(fn, spec: Spec, arrays, attrs, grad_names, place, *, jit: bool):
     pd = pc.paddle()
+    inputs: dict[str, Tensor] = spec.inputs or {}
     names = list(arrays)
     tensors = [pc.to_tensor(arrays[n], inputs[n].dtype, place, requires_grad=n in grad_names) for n in names]
 
-    # One list argument: to_static does not accept *args signatures.
+    # One list argument: to_static does not accept *args signatures. A tensor-list input's tensors
+    # reach the op as one list (Spec.grouped).
     def call(ts):
-        return pc.first_tensor(fn(**dict(zip(names, ts, strict=True)), **attrs))
+        return pc.first_tensor(fn(**spec.grouped(dict(zip(names, ts, strict=True))), **attrs))
 
     target = pd.jit.to_static(call) if jit else call
     grad_ts = [t for n, t in zip(names, tensors, strict=True) if n in grad_names]
@@ -117,8 +119,9 @@ def _eager(fn, inputs: dict[str, Tensor], arrays, attrs, grad_names, place, *, j
     return step, outputs
 
 
-def _static(fn, inputs: dict[str, Tensor], arrays, attrs, grad_names, place):
+def _static(fn, spec: Spec, arrays, attrs, grad_names, place):
     pd = pc.paddle()
+    inputs: dict[str, Tensor] = spec.inputs or {}
     main, startup = pd.static.Program(), pd.static.Program()
     # The executor runs PIR programs only in static mode: it stays on until the case is closed.
     pd.enable_static()
@@ -129,7 +132,7 @@ def _static(fn, inputs: dict[str, Tensor], arrays, attrs, grad_names, place):
                 v = pd.static.data(n, list(arr.shape), inputs[n].dtype)
                 v.stop_gradient = n not in grad_names
                 vars_[n] = v
-            out = pc.first_tensor(fn(**vars_, **attrs))
+            out = pc.first_tensor(fn(**spec.grouped(vars_), **attrs))
             fetch = [out]
             if grad_names:
                 fetch += list(pd.static.gradients([out], [vars_[n] for n in grad_names]))

@@ -256,6 +256,11 @@ def _first(out: Any) -> Any:
 
 def _numpy_reference(name, fn, case, inputs, notes) -> dict[str, np.ndarray]:
     kwargs, transposes = map_attrs(dict(case.spec.attrs), "numpy")
+    if case.spec.lists:  # a tensor-list input reaches the reference as one list, in its place
+        out = np.asarray(_first(fn(*case.spec.grouped(dict(inputs)).values(), **kwargs)), dtype=np.float64)
+        if _grad_names(case):
+            notes.append(f"gradient reference not available for {name} with a tensor-list input")
+        return {"out": out}
     names = list(inputs)
     values = _apply_transposes([inputs[n] for n in names], transposes)
     out = np.asarray(_first(fn(*values, **kwargs)), dtype=np.float64)
@@ -309,6 +314,10 @@ def reference_with_notes(
     fn = resolve_reference(name)
     inputs = reference_inputs(case, arrays)
     notes: list[str] = []
+    if name.startswith("torch.") and case.spec.lists:
+        raise ValueError(
+            f"{case.case_id}: a torch reference of a tensor-list input is not supported; name a numpy one"
+        )
     if name.startswith("torch."):
         with tf32_disabled():
             return _torch_reference(fn, case, inputs), notes
