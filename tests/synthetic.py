@@ -46,3 +46,15 @@ def result_from_processes(case_id: str, processes: Sequence[Iterable[float]], **
     ]
     pooled, stats = summarize_processes(entries)
     return CaseResult(**_fields(case_id, fields), samples=pooled, stats=stats, processes=entries)
+
+
+def gate_rows(text: str) -> list[str]:
+    """`benchmark gate`'s lines with each wrapped row joined back (a failing case's full reason goes
+    on under its verdict, indented 13 columns, to keep rows within 120 characters)."""
+    rows: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(" " * 13) and rows:
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
+    return rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 import sqlalchemy as sa
+from synthetic import gate_rows
 
 from benchmark.analysis.events import environment_events, run_environment
 from benchmark.environment import (
@@ -245,7 +246,7 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(db_url
 
     assert main(["gate", "--db", db_url, "--run", str(last)]) == 1
     out = capsys.readouterr().out
-    (failing,) = [line for line in out.splitlines() if line.startswith("REGRESSION")]
+    (failing,) = [line for line in gate_rows(out) if line.startswith("REGRESSION")]
     assert f"level changed at run {upgraded} (after {label})" in failing
     assert f"environment: run {upgraded}: after {label} (1 series: op.add [cpu dynamic])" in out.splitlines()
 

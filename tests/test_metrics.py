@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from synthetic import result_from_samples
+from synthetic import gate_rows, result_from_samples
 
 from benchmark.cli import main
 from benchmark.environment import MachineDescription, RunDescription
@@ -100,7 +100,7 @@ def test_a_metric_defined_in_one_place_is_stored_judged_and_reported(peak_rss, t
     # the judge, through `benchmark gate` (text, then JSON)
     assert main(["gate", "--db", url, "--run", str(runs[-1]), "--gates", str(tmp_path / "none.yaml")]) == 1
     text = capsys.readouterr().out
-    line = next(x for x in text.splitlines() if "resnet18-infer" in x)
+    line = next(x for x in gate_rows(text) if "resnet18-infer" in x)
     assert line.startswith("REGRESSION") and "[cpu infer] peak_rss" in line, text
     assert "peak resident memory +10.00% against the level (minimum effect 5.0%" in line, line
     assert "peak_rss level: 4 run(s) from run" in line and "peak resident memory changed at this run" in line

@@ -430,4 +430,5 @@ def test_known_extra_keys_are_fields_and_stored_where_they_were(store, machine, 
     assert a.torch == fresh.torch and a.compare == fresh.compare and a.traceback is None
     assert a.extra == {"prepare_s": 0.5}
     assert b.traceback == "Traceback ..." and b.to_dict()["extra"] == old.to_dict()["extra"]
-    assert list(b.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]
+    if store.engine.dialect.name == "sqlite":  # PostgreSQL's JSONB keeps no key order of its own
+        assert list(b.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]
