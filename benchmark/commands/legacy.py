@@ -51,6 +51,18 @@ def register(sub) -> None:
         action="store_true",
         help="emit forward and backward variants of op cases (default: forward only)",
     )
+    p.add_argument(
+        "--tag",
+        default="imported",
+        metavar="TAG",
+        help="the tag of every case written (default: imported; the in-tree corpus uses pb)",
+    )
+    p.add_argument(
+        "--snapshot",
+        default=None,
+        metavar="TEXT",
+        help="where the legacy files came from, named in each file's header (e.g. a repository at a commit)",
+    )
     p.set_defaults(func=cmd_import_legacy)
 
 
@@ -64,4 +76,6 @@ def cmd_import_legacy(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         unknown_dim=args.unknown_dim,
         backward=args.backward,
+        tag=args.tag,
+        snapshot=args.snapshot,
     )

@@ -29,6 +29,7 @@ from benchmark.compare.live import Progress
 from benchmark.compare.output import case_line, job_dict, store_job
 from benchmark.compare.sides import CompareError, check_sides
 from benchmark.config import load_paths
+from benchmark.config.schema import OPT_IN_TAGS
 from benchmark.execution import measure
 from benchmark.gate.settings import load_gates, with_min_effect
 from benchmark.paths import CHECKOUT_DIR, CONFIGS_DIR, db_url
@@ -109,7 +110,7 @@ def select_cases(req: Request) -> list[Case]:
     for c in cases:
         if places and not any(fnmatch.fnmatch(c.place, p) for p in places):
             continue
-        if tags is None and "slow" in c.tags:
+        if tags is None and OPT_IN_TAGS & set(c.tags):
             continue
         if tags and "all" not in tags and not set(tags) & set(c.tags):
             continue

@@ -97,6 +97,9 @@ class IndexSpec(_Strict):
         return v
 
 
+OPT_IN_TAGS = frozenset(
+    {"slow", "pb"}
+)  # cases that run only when a tag of theirs is asked for (pb: the legacy corpus)
 MAX_LIST_TENSORS = 256  # tensors in one tensor-list input (they count toward the case's memory cap)
 
 

@@ -184,10 +184,14 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
-def to_yaml(conversion: Conversion, reports: Iterable[Report] | None = None) -> str:
-    """The YAML text of a converted file: a header naming the source and what was not converted."""
+def to_yaml(
+    conversion: Conversion, reports: Iterable[Report] | None = None, snapshot: str | None = None
+) -> str:
+    """The YAML text of a converted file: a header naming the source (and the snapshot it came
+    from, when given) and what was not converted."""
+    where = f", {snapshot}" if snapshot else ""
     lines = [
-        f"# Imported by `benchmark import-legacy` from {conversion.source} (PaddlePaddle benchmark API configs)."
+        f"# Imported by `benchmark import-legacy` from {conversion.source} (PaddlePaddle benchmark API configs{where})."
     ]
     for r in reports if reports is not None else conversion.skipped:
         lines.append(f"# not converted: config #{r.index} ({r.reason}): {r.message}")

@@ -72,6 +72,8 @@ def import_files(
     batch_size: int = legacy.DEFAULT_BATCH_SIZE,
     unknown_dim: int = legacy.DEFAULT_UNKNOWN_DIM,
     backward: bool = False,
+    tag: str = "imported",
+    snapshot: str | None = None,
 ) -> int:
     """Convert each legacy file into ``<out>/<stem>.yaml`` and validate what was written; prints one
     line per config (converted: stdout; not converted, with why: stderr) and the table of configs
@@ -83,7 +85,7 @@ def import_files(
     out_dir = Path(out)
     staging = Path(tempfile.mkdtemp(prefix="benchmark-import-legacy-"))
     try:
-        return _import_files(files, out_dir, staging, batch_size, unknown_dim, backward)
+        return _import_files(files, out_dir, staging, batch_size, unknown_dim, backward, tag, snapshot)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -95,6 +97,8 @@ def _import_files(
     batch_size: int,
     unknown_dim: int,
     backward: bool,
+    tag: str = "imported",
+    snapshot: str | None = None,
 ) -> int:
     """`import_files`, writing into `staging` and moving the files to `out_dir` on success."""
     written = converted = skipped = 0
@@ -118,6 +122,8 @@ def _import_files(
             resolve=resolve,
         )
         del data
+        for case in conv.cases:  # the tag the cases are selected by (`--bench-tags TAG`)
+            case["tags"] = [tag]
         counts.update(legacy.reason_counts(conv.reports))
         for report in conv.reports:
             print(report, file=sys.stdout if report.status == "converted" else sys.stderr)
@@ -125,7 +131,7 @@ def _import_files(
         skipped += len(conv.skipped)
         if conv.cases:
             staged = staging / f"{path.stem}.yaml"
-            staged.write_text(legacy.to_yaml(conv), encoding="utf-8")
+            staged.write_text(legacy.to_yaml(conv, snapshot=snapshot), encoding="utf-8")
             written += 1
             for issue in validate(staged, len(conv.cases)):
                 issue = issue.replace(str(staging), str(out_dir))  # name the file as it would be

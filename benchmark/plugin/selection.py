@@ -9,6 +9,7 @@ import fnmatch
 import hashlib
 
 from benchmark.config.expand import config_hash
+from benchmark.config.schema import OPT_IN_TAGS
 from benchmark.model import Case
 
 
@@ -21,14 +22,15 @@ def select_cases(
     cases: list[Case], places: list[str] | None, tags: list[str] | None, modes: list[str] | None
 ) -> list[Case]:
     """The cases on any of `places` (globs allowed), in any of `modes`, carrying any of `tags`;
-    without `tags`, every case not tagged 'slow'; the tag 'all' takes every case."""
+    without `tags`, every case not tagged with an opt-in tag ('slow', 'pb': the legacy corpus); the
+    tag 'all' takes every case."""
     selected = []
     for c in cases:
         if places and not any(c.place == p or fnmatch.fnmatch(c.place, p) for p in places):
             continue
         if modes and c.mode not in modes:
             continue
-        if tags is None and "slow" in c.tags:
+        if tags is None and OPT_IN_TAGS & set(c.tags):
             continue
         if tags and "all" not in tags and not set(tags) & set(c.tags):
             continue
