@@ -112,11 +112,11 @@ def test_dashboard_files_and_statuses(site):
     assert statuses[("ops.relu[n=64]", "cpu")] == "regression"
     assert statuses[("ops.conv[k=3]", "gpu:0")] == "improvement"
     assert statuses[("ops.crash[n=1]", "cpu")] == "error"
-    assert statuses[("ops.matmul[m=512]", "cpu")] == "ok"
+    assert statuses[("ops.matmul[m=512]", "cpu")] == "pass"
     assert statuses[("ops.attention[n=8]", "gpu:1")] == "skipped"
     for en in site.entries:
         assert (site.out_dir / en.page).is_file()
-        changed = (en.analysis.status != "ok" or en.analysis.change_points) and len(en.series)
+        changed = (en.analysis.status not in ("ok", "pass") or en.analysis.change_points) and len(en.series)
         assert bool(en.plot_files) == bool(changed), en.series.case_id  # full plots only where it changed
     assert (site.out_dir / f"ab-run{site.run_id}.png").stat().st_size > 0
 

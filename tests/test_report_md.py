@@ -121,7 +121,7 @@ def test_counts(history):
     c = counts(_rows(store).values())
     assert c["cases"] == len(LEVELS) + 2
     assert (c["regressions"], c["improvements"], c["errors"], c["skipped"], c["new"]) == (1, 0, 1, 1, 1)
-    assert c["inconclusive"] + c["same"] == 4  # add, relu, the one-run spike, the weird one
+    assert c["inconclusive"] + c["pass"] == 4  # add, relu, the one-run spike, the weird one
     assert c["history_alerts"] == 1
 
 

@@ -30,7 +30,7 @@ GOLDEN = Path(__file__).parent / "data" / "golden"
 # The gate's verdict words and the Markdown report's section titles, in the dashboard's status words.
 GATE_WORDS = {str(v).upper(): status for v, status in JUDGED_STATUS.items()}
 MD_SECTIONS = {"Regressions": "regression", "Improvements": "improvement", "Inconclusive": "inconclusive",
-               "Same": "ok", "New": "new"}  # fmt: skip
+               "Pass": "pass", "New": "new"}  # fmt: skip
 
 
 def _benchmark(*argv: str) -> str:

@@ -51,7 +51,9 @@ class Dashboard:
 
 def needs_plot(analysis: SeriesAnalysis) -> bool:
     """Series worth a full matplotlib plot by default: something changed or broke."""
-    return analysis.status not in ("ok", "new") or bool(analysis.change_points) or bool(analysis.alerts)
+    return (
+        analysis.status not in ("ok", "pass", "new") or bool(analysis.change_points) or bool(analysis.alerts)
+    )
 
 
 # ---------------------------------------------------------------------------------------------- build

@@ -24,6 +24,7 @@ STATUS_COLORS = {
     "improvement": "#2e7d32",
     "skipped": "#757575",
     "new": "#1565c0",
+    "pass": "#546e7a",
     "ok": "#546e7a",
     "inconclusive": "#ef6c00",
     NOT_IN_RUN: "#9e9e9e",
@@ -128,6 +129,7 @@ STATUS_MEANING = {
     "not in run": "the judged run has no result of this series",
     "new": "no earlier result of this series on this machine to compare with",
     "ok": "no change beyond the minimum effect",
+    "pass": "no change beyond the minimum effect",
 }
 
 

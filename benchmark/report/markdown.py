@@ -193,7 +193,7 @@ def _not_run(rows: list[Row]) -> str:
 
 def _counts_table(rows: list[Row]) -> str:
     c = counts(rows)
-    keys = ("cases", "regressions", "improvements", "inconclusive", "same", "new", "errors", "skipped")
+    keys = ("cases", "regressions", "improvements", "inconclusive", "pass", "new", "errors", "skipped")
     return _table(list(keys), ("---:",) * len(keys), [[str(c[k]) for k in keys]])
 
 

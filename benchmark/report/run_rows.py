@@ -38,7 +38,17 @@ FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history ana
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 A_B_VERDICTS = ("slower", "faster", "inconclusive", "same")
 ERROR_STATUSES = ("failed", "error")
-STATUS_ORDER = ("regression", "error", "improvement", "inconclusive", "skipped", "new", "ok", "not in run")
+STATUS_ORDER = (
+    "regression",
+    "error",
+    "improvement",
+    "inconclusive",
+    "skipped",
+    "new",
+    "pass",
+    "ok",
+    "not in run",
+)
 
 
 # --------------------------------------------------------------------------------------------- settings
@@ -192,7 +202,7 @@ def compare_run(
 
 
 def counts(rows: Iterable[Row]) -> dict[str, int]:
-    """cases, regressions, improvements, inconclusive, same, new, errors, skipped."""
+    """cases, regressions, improvements, inconclusive, pass, new, errors, skipped."""
     rows = list(rows)
     by = {v: sum(r.verdict == v for r in rows) for v in (*A_B_VERDICTS, "new", "skipped")}
     return {
@@ -200,7 +210,7 @@ def counts(rows: Iterable[Row]) -> dict[str, int]:
         "regressions": by["slower"],
         "improvements": by["faster"],
         "inconclusive": by["inconclusive"],
-        "same": by["same"],
+        "pass": by["same"],  # the gate's word for it, in every view
         "new": by["new"],
         "errors": sum(r.verdict in ERROR_STATUSES for r in rows),
         "skipped": by["skipped"],
@@ -223,7 +233,7 @@ def run_notice(rows: Iterable[Row], baseline: int | None = None) -> str | None:
 JUDGED_STATUS = {
     Verdict.REGRESSION: "regression",
     Verdict.IMPROVEMENT: "improvement",
-    Verdict.PASS: "ok",
+    Verdict.PASS: "pass",
     Verdict.INCONCLUSIVE: "inconclusive",
     Verdict.NEW: "new",
     Verdict.FAILED: "error",
