@@ -145,3 +145,15 @@ def test_a_problem_is_reported_at_the_line_and_field_path_of_the_bad_key_or_valu
     assert "unexpected keyword argument 'nosuch'" in first
     assert "cases.yaml:17: case 'from_grid': field 'grid.shape': " in second
     assert "(the grid value [-3, 4], used by inputs.x.shape)" in second
+
+
+def test_a_value_json_cannot_hold_is_refused_in_one_line(tmp_path, cli_here):
+    # the config is hashed and stored as JSON, which has no infinity: `.inf` would change on the way
+    (tmp_path / "inf.yaml").write_text(
+        "cases:\n  - {name: d, kind: op, op: paddle.dist, places: [cpu],\n"
+        "     inputs: {x: {shape: [4]}, y: {shape: [4]}}, attrs: {p: .inf}}\n"
+    )
+    proc = cli_here("validate", str(tmp_path))
+    assert proc.returncode == 2
+    (line,) = proc.stdout.strip().splitlines()
+    assert "field 'attrs'" in line and "p: inf is not a finite number" in line, line

@@ -4,6 +4,7 @@ Every problem becomes one `ConfigIssue` naming the file, the case, the field and
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -356,6 +357,11 @@ def check_plain(value: Any) -> Any:
         count += 1
         if count > MAX_VALUES:
             raise ValueError(f"more than {MAX_VALUES} values: expected a small mapping of plain values")
+        if isinstance(v, float) and not math.isfinite(v):
+            # stored and hashed as JSON, which has no infinity or NaN: the config would change
+            raise ValueError(
+                f"{where or 'value'}: {v} is not a finite number (a config holds finite numbers)"
+            )
         if v is None or isinstance(v, (bool, int, float)):
             return
         if isinstance(v, str):

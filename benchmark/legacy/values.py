@@ -4,6 +4,7 @@ attribute values by their declared type, and a config's parameters split into in
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Any
 
@@ -150,4 +151,9 @@ def split_params(
             inputs[name] = {"tensors": _list_spec(name, spec, batch_size, unknown_dim, notes)}
         else:
             attrs[name] = parse_value(spec["type"], spec.get("value"))
+            if isinstance(attrs[name], float) and not math.isfinite(attrs[name]):
+                raise NotConvertible(
+                    f"parameter {name!r} = {attrs[name]}: a config holds finite numbers (JSON has no infinity)",
+                    T.VALUE,
+                )
     return inputs, attrs
