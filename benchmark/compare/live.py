@@ -22,10 +22,6 @@ LINE_EVERY_S = 15.0
 FIRST_LINES = 2  # steps that always get their line (the job has started, and how fast it goes)
 
 
-def _change(ratio: float) -> str:
-    return pct(ratio) if math.isfinite(ratio) else MISSING
-
-
 def estimates_table(job: Job) -> Table:
     """Each case's verdict so far, B/A change, interval and pairs; open cases first."""
     table = Table(
@@ -42,11 +38,11 @@ def estimates_table(job: Job) -> Table:
     for s in sorted(job.states, key=lambda s: (not s.open, s.case.id)):
         d = s.decision
         ok = d is not None and math.isfinite(d.ci_low)
-        interval = f"[{_change(d.ci_low)}, {_change(d.ci_high)}]" if ok and d is not None else MISSING
+        interval = f"[{pct(d.ci_low)}, {pct(d.ci_high)}]" if ok and d is not None else MISSING
         table.add_row(
             f"{s.case.id}",
             s.error and "error" or s.skipped and "skipped" or s.verdict,
-            _change(d.ratio) if d is not None else MISSING,
+            pct(d.ratio) if d is not None else MISSING,
             interval,
             str(len(s.pairs)),
         )
