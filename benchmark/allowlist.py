@@ -2,7 +2,7 @@
 
 A config names functions in three fields: `op` (a case's operator or a program step's), `reference`
 (the numpy/scipy/torch function its output is checked against) and `torch_op` (its torch
-equivalent). Each name must be exactly `<namespace>.<name>` for a pair listed under that field in
+equivalent); and a layer case names a class in a fourth, `layer` (`benchmark.layers`). Each name must be exactly `<namespace>.<name>` for a pair listed under that field in
 the allowlist. This module answers "is it admitted, and if not, why" without importing any
 framework; `benchmark.runners.base.resolve_allowed` turns an admitted name into the function.
 """
@@ -20,7 +20,7 @@ import yaml
 
 from benchmark.paths import ALLOWLIST_PATH
 
-FIELDS = ("op", "reference", "torch_op")
+FIELDS = ("op", "reference", "torch_op", "layer")
 DEFAULT_PATH = ALLOWLIST_PATH
 # ASCII only, no empty, private or dunder segment, no trailing dot, newline or space.
 _DOTTED = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+", re.ASCII)
@@ -28,6 +28,7 @@ _WHAT = {
     "op": "an operator of the tensor API (e.g. 'paddle.abs', 'paddle.nn.functional.softmax')",
     "reference": "a numeric numpy, scipy.special or torch function (e.g. 'numpy.abs')",
     "torch_op": "an operator of the torch tensor API (e.g. 'torch.abs')",
+    "layer": "a layer class of paddle.nn (e.g. 'paddle.nn.Conv2D')",
 }
 
 

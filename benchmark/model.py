@@ -187,7 +187,7 @@ class Spec(_Frozen):
     `benchmark.config`. Fields of the other kinds are None."""
 
     name: str
-    kind: Literal["op", "program", "model"]
+    kind: Literal["op", "layer", "program", "model"]
     seed: int = 0
     measure: MeasureOverrides = Field(default_factory=MeasureOverrides)
     profile: bool = False
@@ -205,6 +205,8 @@ class Spec(_Frozen):
     reference: str | None = None
     torch_op: str | None = None
     tolerance: dict[str, float] | None = None
+    # layer kind (its inputs, lists and attrs as an op's; `args` builds it)
+    layer: str | None = None
     # program kind
     feed: dict[str, Tensor] | None = None
     ops: list[ProgramStep] | None = None

@@ -57,9 +57,14 @@ def _lazy_checks(resolve: bool):
         b = real().binder
         return b(op, inputs, attrs) if b else None
 
+    def layer_binder(layer: str, args, inputs, attrs) -> tuple[str, str] | None:
+        b = real().layer_binder
+        return b(layer, args, inputs, attrs) if b else None
+
     checks = Checks(
         resolver=resolver,
         binder=binder,
+        layer_binder=layer_binder,
         models=runners.model_names(),
         model_check=lambda *a: real().model_check(*a),
     )

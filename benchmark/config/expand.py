@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from benchmark import layers
 from benchmark.config.schema import DTYPES, MAX_LIST_TENSORS, VAR_RE, TensorSpec, check_dtype
 from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
 from benchmark.model import Case, Spec, Tensor
@@ -38,6 +39,9 @@ class Checks:
 
     resolver: Callable[[str], str | None] | None = None
     binder: Callable[[str, Any, dict[str, Any]], str | None] | None = None
+    # layer_binder(layer, args, inputs, attrs) -> None, or (field, reason) where the class does not
+    # resolve, its constructor does not take args or its forward the inputs and attrs
+    layer_binder: Callable[[str, dict[str, Any], Any, dict[str, Any]], tuple[str, str] | None] | None = None
     models: Iterable[str] | None = None
     model_check: Callable[[str, dict[str, Any], Any], tuple[str | None, int]] | None = None
 
@@ -256,7 +260,7 @@ def _variant_label(point, used, dtype, spec, backward, step) -> str:
     parts = [f"{k}_{_fmt(v)}" if len(point) > 1 or k not in used else _fmt(v) for k, v in point.items()]
     if len(spec.dtypes) > 1 or dtype != "float32":
         parts.append(dtype)
-    if spec.kind in ("op", "program") and (isinstance(spec.backward, list) or backward):
+    if spec.kind in ("op", "layer", "program") and (isinstance(spec.backward, list) or backward):
         parts.append("bwd" if backward else "fwd")
     if spec.kind == "model":
         parts.append(step)
@@ -355,7 +359,7 @@ def _flatten_lists(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     runners hand them to the op as one list (`Spec.grouped`)."""
     inputs = cfg.get("inputs")
     if (
-        cfg.get("kind") != "op"
+        cfg.get("kind") not in ("op", "layer")
         or not inputs
         or not any(isinstance(t, dict) and "tensors" in t for t in inputs.values())
     ):
@@ -413,6 +417,8 @@ def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> lis
             reason = checks.binder(op["op"], inputs, op.get("attrs") or {})
             if reason:
                 problems.append((f"ops.{i}.attrs", reason))
+    if cfg["kind"] == "layer":
+        problems += _check_layer(cfg, checks, max_bytes)
     if checks.model_check and cfg["kind"] == "model":
         reason, need = checks.model_check(cfg["model"], cfg.get("args") or {}, cfg.get("batch_size"))
         if reason:
@@ -427,3 +433,31 @@ def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> lis
                 )
             )
     return problems
+
+
+def _check_layer(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tuple[str, str]]:
+    """A layer case's constructor arguments are plain (`benchmark.layers.check_args`, no framework
+    imported), its parameters (and their gradients, backward) fit `max_bytes` with its inputs, and,
+    where the framework is here, the class takes these arguments and its forward these inputs."""
+    args = cfg.get("args") or {}
+    reason, count = layers.check_args(cfg["layer"], args)
+    if reason:
+        return [("args", reason)]
+    tensors = {n: Tensor.model_validate(t) for n, t in (cfg.get("inputs") or {}).items()}
+    wide = any(t.dtype in ("float64", "complex128") for t in tensors.values())
+    per_param = (8 if wide else 4) * (2 if cfg.get("backward") else 1)
+    need = count * per_param + tensor_bytes(tensors) * (3 if cfg.get("backward") else 1)
+    if need > max_bytes:
+        return [
+            (
+                "args",
+                f"the layer's parameters and inputs need about {need / 1024**3:.1f} GiB, more than the "
+                f"{max_bytes / 1024**3:.1f} GiB allowed (refused before anything is built; raise it with "
+                "--max-bytes / --bench-max-bytes)",
+            )
+        ]
+    if checks.layer_binder:
+        problem = checks.layer_binder(cfg["layer"], args, _op_arguments(cfg), cfg.get("attrs") or {})
+        if problem:
+            return [problem]
+    return []

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from benchmark import allowlist
 from benchmark.limits import MEASURE_CEILINGS
 
-KINDS = ("op", "program", "model")
+KINDS = ("op", "layer", "program", "model")
 MODES = ("dynamic", "static", "to_static")
 DTYPES = {
     "float16": 2,
@@ -206,7 +206,7 @@ class ProgramOp(_Strict):
 
 class CaseSpec(_Strict):
     name: str
-    kind: Literal["op", "program", "model"]
+    kind: Literal["op", "layer", "program", "model"]
     description: str | None = None
     places: list[str] = Field(default_factory=lambda: ["cpu", "gpu"])
     modes: list[str] = Field(default_factory=lambda: ["dynamic"])
@@ -224,6 +224,9 @@ class CaseSpec(_Strict):
     reference: str | None = None
     torch_op: str | None = None
     tolerance: dict[str, float] | None = None
+    # layer kind: a class on the allowlist's `layer` section, built once from `args` (its constructor's
+    # keyword arguments, benchmark.layers.check_args); the step is its forward on `inputs` with `attrs`
+    layer: str | None = None
     # program kind
     feed: dict[str, TensorSpec] | None = None
     ops: list[ProgramOp] | None = None
@@ -281,6 +284,11 @@ class CaseSpec(_Strict):
     def _op(cls, v: str | None) -> str | None:
         return None if v is None else check_op_name(v)
 
+    @field_validator("layer")
+    @classmethod
+    def _layer(cls, v: str | None) -> str | None:
+        return None if v is None else _allowed("layer", v)
+
     @field_validator("reference")
     @classmethod
     def _reference(cls, v: str | None) -> str | None:
@@ -313,14 +321,20 @@ class CaseSpec(_Strict):
 
     @model_validator(mode="after")
     def _kind_fields(self) -> CaseSpec:
-        required = {"op": ("op", "inputs"), "program": ("feed", "ops", "fetch"), "model": ("model",)}
+        required = {
+            "op": ("op", "inputs"),
+            "layer": ("layer", "inputs"),
+            "program": ("feed", "ops", "fetch"),
+            "model": ("model",),
+        }
         for f in required[self.kind]:
             if getattr(self, f) is None:
                 raise ValueError(f"field {f!r} is required for kind {self.kind!r}")
         foreign = {
-            "op": ("feed", "ops", "fetch", "model", "step"),
-            "program": ("op", "inputs", "model", "step", "reference"),
-            "model": ("op", "inputs", "feed", "ops", "fetch", "reference"),
+            "op": ("feed", "ops", "fetch", "model", "step", "layer"),
+            "layer": ("op", "feed", "ops", "fetch", "model", "step", "reference", "torch_op"),
+            "program": ("op", "inputs", "model", "step", "reference", "layer"),
+            "model": ("op", "inputs", "feed", "ops", "fetch", "reference", "layer"),
         }[self.kind]
         for f in foreign:
             if getattr(self, f) is not None:

@@ -264,7 +264,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     for t in sorted({t for c in session.cases for t in c.tags}):
         config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
-    for m in ("op", "program", "model", "cpu", "gpu", "gate"):
+    for m in ("op", "layer", "program", "model", "cpu", "gpu", "gate"):
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
 
 

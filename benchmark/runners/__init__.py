@@ -14,6 +14,7 @@ from benchmark.runners.base import Prepared, RunnerUnavailable
 
 _KIND_MODULES = {
     "op": "benchmark.runners.paddle_ops",
+    "layer": "benchmark.runners.paddle_ops",
     "program": "benchmark.runners.paddle_program",
     "model": "benchmark.runners.models",
 }
@@ -97,10 +98,16 @@ def config_checks(resolve: bool = True):
     from benchmark.runners.models import check_args
 
     resolver = op_resolver() if resolve else None
-    binder = None
+    binder = layer_binder = None
     if resolver is not None:
-        from benchmark.runners.paddle_ops import binder
-    return Checks(resolver=resolver, binder=binder, models=model_names(), model_check=check_args)
+        from benchmark.runners.paddle_ops import binder, layer_binder
+    return Checks(
+        resolver=resolver,
+        binder=binder,
+        layer_binder=layer_binder,
+        models=model_names(),
+        model_check=check_args,
+    )
 
 
 def check_accuracy(case: Case, prepared) -> dict | None:

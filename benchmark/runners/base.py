@@ -55,8 +55,10 @@ def resolve_allowed(
     noun: str = "a function",
     is_function: Callable[[Any], bool] = callable,
     missing: Callable[[str], Exception] | None = None,
+    classes: bool = False,
 ) -> Any:
-    """The function a config names in `field` ("op", "reference" or "torch_op"), or ValueError saying
+    """The function a config names in `field` ("op", "reference" or "torch_op"), or with `classes`
+    the class it names (field "layer"), or ValueError saying
     why. Only names on the operator allowlist (`benchmark.allowlist`, deny by default) resolve: the
     namespace is imported by its reviewed name and the function looked up in it, so no chain of
     attributes a config spells out is ever walked.
@@ -88,6 +90,12 @@ def resolve_allowed(
     obj = getattr(owner, leaf, None)
     if obj is None:
         raise absent(f"the installed {namespace.split('.')[0]} has no {name!r}")
+    if classes:
+        if not isinstance(obj, type):
+            raise ValueError(
+                f"{name!r} is not {noun} in the installed version (it is a {type(obj).__name__})"
+            )
+        return obj
     if isinstance(obj, (type, types.ModuleType)) or not is_function(obj):
         kind = (
             "module"

@@ -1,7 +1,10 @@
-"""Operator cases on paddle: one public API call, in dynamic, static or to_static mode.
+"""Operator and layer cases on paddle: one public API call, or one layer's forward, in dynamic,
+static or to_static mode.
 
 A backward case times forward + backward (`paddle.grad` with a fixed output gradient, so no
-gradient accumulates between iterations); a forward case times the call alone.
+gradient accumulates between iterations); a forward case times the call alone. A layer (a class on
+the allowlist's `layer` section) is built once from its case's `args`, outside the timed region;
+its backward gives the gradients of its parameters as well as its inputs'.
 """
 
 from __future__ import annotations
@@ -53,24 +56,73 @@ def binder(name: str, inputs: list[str] | dict[str, str], attrs: dict[str, Any])
     return None
 
 
+def resolve_layer(name: str):
+    """The layer class `name` names, or ValueError saying why (allowlist section `layer`)."""
+    pc.paddle()
+    return resolve_allowed("layer", name, noun="a layer class", classes=True)
+
+
+def layer_binder(
+    name: str, args: dict[str, Any], inputs: Any, attrs: dict[str, Any]
+) -> tuple[str, str] | None:
+    """`config.load_*` hook for layer cases: None when the class resolves, its constructor accepts
+    `args` and its forward the inputs and attrs, else (the field at fault, the reason)."""
+    try:
+        cls = resolve_layer(name)
+    except ValueError as e:
+        return "layer", str(e)
+    for fld, what, fn, kwargs in (
+        ("args", "constructor", cls.__init__, dict(args)),
+        ("inputs", "forward", cls.forward, {**dict.fromkeys(inputs), **attrs}),
+    ):
+        try:
+            inspect.signature(fn).bind(None, **kwargs)
+        except TypeError as e:
+            params = ", ".join(p for p in inspect.signature(fn).parameters if p not in ("self", "name"))
+            return fld, f"{name}'s {what} ({params}) does not accept these {fld}: {e}"
+    return None
+
+
+def _layer_factory(spec: Spec):
+    """A function that builds the case's layer (called where its parameters must live: in dynamic
+    mode after the place is set, in static mode inside the program), cast to the inputs' dtype."""
+    cls = resolve_layer(spec.layer or "")
+    floating = [t.dtype for t in (spec.inputs or {}).values() if t.dtype.startswith(("float", "bfloat"))]
+
+    def build():
+        if not floating or floating[0] == "float32":
+            return cls(**spec.args)
+        # built in the inputs' dtype (casting after building breaks the RNN layers' flat weights)
+        pd = pc.paddle()
+        before = pd.get_default_dtype()
+        pd.set_default_dtype(floating[0])
+        try:
+            return cls(**spec.args)
+        finally:
+            pd.set_default_dtype(before)
+
+    return build
+
+
 def prepare(case: Case) -> Prepared:
     spec = case.spec
     place, mode = case.place, case.mode
-    if spec.op is None or spec.inputs is None:
-        raise ValueError(f"{case.case_id}: not an op case (kind {spec.kind!r})")
+    if (spec.op is None and spec.layer is None) or spec.inputs is None:
+        raise ValueError(f"{case.case_id}: not an op or layer case (kind {spec.kind!r})")
     pc.set_place(place)
-    fn = resolve_op(spec.op)
+    # an op is called as it is; a layer is built (in static mode: inside the program) and called
+    build = _layer_factory(spec) if spec.layer else (lambda fn=resolve_op(spec.op or ""): fn)
     attrs = dict(spec.attrs)
     inputs = spec.inputs
     arrays = pc.make_arrays(inputs, spec.seed)
     grad_names = [n for n, t in inputs.items() if t.wants_grad()] if spec.backward else []
     if spec.backward and not grad_names:
         raise RunnerUnavailable(f"{case.case_id}: backward requested but no input is floating point")
-    info = {"op": spec.op, "mode": mode}
+    info = {"layer": spec.layer, "mode": mode} if spec.layer else {"op": spec.op, "mode": mode}
     if mode == "static":
-        step, outputs = _static(fn, spec, arrays, attrs, grad_names, place)
+        step, outputs = _static(build, spec, arrays, attrs, grad_names, place)
     else:
-        step, outputs = _eager(fn, spec, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
+        step, outputs = _eager(build(), spec, arrays, attrs, grad_names, place, jit=(mode == "to_static"))
     return Prepared(
         step=step,
         sync=pc.synchronizer(place),
@@ -95,6 +147,8 @@ def _eager(fn, spec: Spec, arrays, attrs, grad_names, place, *, jit: bool):
 
     target = pd.jit.to_static(call) if jit else call
     grad_ts = [t for n, t in zip(names, tensors, strict=True) if n in grad_names]
+    params = _trainable(fn) if grad_names else []
+    grad_ts += params
     if grad_names:
         probe = target(tensors)
         dout = pd.ones_like(probe)
@@ -112,14 +166,24 @@ def _eager(fn, spec: Spec, arrays, attrs, grad_names, place, *, jit: bool):
         result = {"out": pc.to_numpy(out)}
         if grad_names:
             grads = pd.grad([out], grad_ts, [pd.ones_like(out)])
-            for n, g in zip(grad_names, grads, strict=True):
+            for n, g in zip(grad_names + _param_names(params), grads, strict=True):
                 result[f"grad_{n}"] = pc.to_numpy(g)
         return result
 
     return step, outputs
 
 
-def _static(fn, spec: Spec, arrays, attrs, grad_names, place):
+def _trainable(fn) -> list:
+    """A layer's parameters that take a gradient (none for an op)."""
+    parameters = getattr(fn, "parameters", None)
+    return [p for p in parameters() if not p.stop_gradient] if callable(parameters) else []
+
+
+def _param_names(params: list) -> list[str]:
+    return [f"param{i}" for i in range(len(params))]
+
+
+def _static(build, spec: Spec, arrays, attrs, grad_names, place):
     pd = pc.paddle()
     inputs: dict[str, Tensor] = spec.inputs or {}
     main, startup = pd.static.Program(), pd.static.Program()
@@ -132,10 +196,12 @@ def _static(fn, spec: Spec, arrays, attrs, grad_names, place):
                 v = pd.static.data(n, list(arr.shape), inputs[n].dtype)
                 v.stop_gradient = n not in grad_names
                 vars_[n] = v
+            fn = build()
             out = pc.first_tensor(fn(**spec.grouped(vars_), **attrs))
             fetch = [out]
+            params = _trainable(fn) if grad_names else []
             if grad_names:
-                fetch += list(pd.static.gradients([out], [vars_[n] for n in grad_names]))
+                fetch += list(pd.static.gradients([out], [vars_[n] for n in grad_names] + params))
         exe = pd.static.Executor(pc.static_place(place))
         exe.run(startup)
     except Exception:
@@ -149,7 +215,7 @@ def _static(fn, spec: Spec, arrays, attrs, grad_names, place):
     def outputs() -> dict[str, np.ndarray]:
         res = exe.run(main, feed=feed, fetch_list=fetch)
         out = {"out": np.asarray(res[0])}
-        for n, g in zip(grad_names, res[1:], strict=True):
+        for n, g in zip(grad_names + _param_names(params), res[1:], strict=True):
             out[f"grad_{n}"] = np.asarray(g)
         return out
 
