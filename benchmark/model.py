@@ -154,6 +154,9 @@ class Tensor(_Frozen):
     high: float = 1.0
     # Whether it gets a gradient in a backward case (None: every floating input does).
     requires_grad: bool | None = None
+    # Values beyond a uniform draw (resolved at expansion, `benchmark.config.expand`): "sorted",
+    # "positive_definite", {"boxes_in": [height, width]} or {"sum_to": total}.
+    values: str | dict[str, Any] | None = None
 
     def wants_grad(self) -> bool:
         """True when a backward case differentiates with respect to this input."""

@@ -236,11 +236,20 @@ def test_generic_resolution_renames_and_signature_binding():
                 "op": "concat",
                 "param_info": {"x": {"type": "list<Variable>", "x0": {"type": "int", "value": "1"}}},
             },
-            legacy_ops.LIST_INPUT,
+            legacy_ops.MALFORMED,
             "whose items are not all tensors",
         ),
-        ({"op": "cond", "param_info": {"input": var("[1L]")}}, legacy_ops.NEEDS_LAYER, "static program"),
-        ({"op": "roi_align", "param_info": {"x": var("[1L]")}}, legacy_ops.NEEDS_VALUES, "boxes_num"),
+        ({"op": "cond", "param_info": {"input": var("[1L]")}}, legacy_ops.CONTROL_FLOW, "branch functions"),
+        (
+            {"op": "affine_channel", "param_info": {"x": var("[1L]")}},
+            legacy_ops.REMOVED,
+            "no API in paddle 3",
+        ),
+        (
+            {"op": "squared_l2_norm", "param_info": {"x": var("[1L]")}},
+            legacy_ops.PRIVATE,
+            "paddle._C_ops.squared_l2_norm",
+        ),
         (
             {
                 "op": "one_hot",
@@ -322,7 +331,11 @@ def test_alias_table_is_data_the_allowlist_and_references_agree_with():
             "set",
             "shape_attrs",
             "extra_inputs",
+            "flag_inputs",
             "ranges",
+            "values",
+            "layer",
+            "args",
             "references",
             "adjust",
             "places",
@@ -333,6 +346,9 @@ def test_alias_table_is_data_the_allowlist_and_references_agree_with():
             assert entry["skip"][0] in legacy_ops.REASONS, op
         for ref in (entry.get("references") or {}).values():
             assert allowlist.check("reference", ref) is None, (op, ref)
+        if "layer" in entry:
+            assert allowlist.check("layer", entry["layer"]) is None, op
+            assert set(entry) & {"api", "apis", "skip"} == set() and "args" in entry, op
         if entry.get("adjust"):
             assert entry["adjust"] in ADJUST, op
         # ranges and extra inputs name today's parameters (they apply after the renames)

@@ -117,9 +117,8 @@ def test_fixtures_import_validate_and_report_reasons(fixtures_imported):
     ]
     counts = legacy.reason_counts(reports)
     assert counts == {
-        "converted": 16,  # concat's tensor list too
-        legacy_ops.LIST_INPUT: 1,  # einsum: *operands, not one list argument
-        legacy_ops.NEEDS_LAYER: 1,
+        "converted": 17,  # concat's tensor list, and einsum's inputs as its *operands
+        legacy_ops.CONTROL_FLOW: 1,
         legacy_ops.PARAM: 1,
         legacy_ops.UNKNOWN_OP: 1,
         legacy_ops.DTYPE: 1,
@@ -129,7 +128,7 @@ def test_fixtures_import_validate_and_report_reasons(fixtures_imported):
 def test_fixture_cases_run_one_iteration_with_the_accuracy_check(fixtures_imported):
     _, cases, _ = fixtures_imported
     cpu = [c for c in cases if c.place == "cpu"]
-    assert len(cpu) == 24
+    assert len(cpu) == 25  # einsum's among them, its inputs passed as *operands
     checked = 0
     for case in cpu:
         record = _run_one_iteration(case)

@@ -163,9 +163,11 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
             # Unset, they leave the config (and the config hash of every existing case) as it was.
             parts = tensor.get("tensors") if isinstance(tensor.get("tensors"), list) else []
             for part in [tensor, *parts]:
-                for key in ("index", "tensors", "shape"):
+                for key in ("index", "tensors", "shape", "values"):
                     if part.get(key) is None:
                         part.pop(key, None)
+                if isinstance(part.get("values"), dict):  # {boxes_in: x} or {sum_of: boxes}, as written
+                    part["values"] = {k: v for k, v in part["values"].items() if v is not None}
     if body["measure"].get("processes") is None:
         # Unset, it leaves the config (and so the config hash of every existing case) as it was.
         body["measure"].pop("processes", None)
@@ -345,6 +347,55 @@ def _resolve_indices(cfg: dict[str, Any]) -> list[tuple[str, str]]:
                 )
                 continue
             spec["low"], spec["high"] = 0, shape[dim]
+    return problems or _resolve_values(cfg)
+
+
+def _resolve_values(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """`values` that name another input become concrete: {boxes_in: x} -> {boxes_in: [H, W]} of
+    that NCHW input, {sum_of: boxes} -> {sum_to: its first dimension}; and each fits its input's
+    shape and dtype."""
+    problems: list[tuple[str, str]] = []
+    for group in ("inputs", "feed"):
+        tensors = cfg.get(group) or {}
+        for iname, spec in tensors.items():
+            values, fld = spec.get("values"), f"{group}.{iname}.values"
+            shape, dtype = spec["shape"], str(spec.get("dtype"))
+            if values is None:
+                continue
+            if values == "positive_definite":
+                if len(shape) < 2 or shape[-1] != shape[-2] or not dtype.startswith("float"):
+                    problems.append(
+                        (fld, f"positive_definite needs square float matrices, got {dtype} {shape}")
+                    )
+                continue
+            if not isinstance(values, dict):
+                continue  # sorted
+            of = values.get("boxes_in") or values.get("sum_of")
+            target = tensors.get(of)
+            if target is None or target is spec:
+                others = ", ".join(n for n in tensors if n != iname) or "none"
+                problems.append((fld, f"{of!r} is not another input of this case (inputs: {others})"))
+            elif values.get("boxes_in") is not None:
+                if len(target["shape"]) != 4 or shape[-1:] != [4] or len(shape) != 2:
+                    problems.append(
+                        (
+                            fld,
+                            f"boxes_in: expected [N, 4] boxes in a 4-d NCHW input, got {shape} in {target['shape']}",
+                        )
+                    )
+                elif values.get("side") and max(values["side"]) >= min(target["shape"][2:]):
+                    problems.append(
+                        (fld, f"side {values['side']}: boxes must fit in the image {target['shape'][2:]}")
+                    )
+                else:
+                    spec["values"] = {"boxes_in": list(target["shape"][2:])}
+                    if values.get("side"):
+                        spec["values"]["side"] = list(values["side"])
+            else:
+                if len(shape) != 1 or not dtype.startswith("int"):
+                    problems.append((fld, f"sum_of: expected a 1-d integer input, got {dtype} {shape}"))
+                else:
+                    spec["values"] = {"sum_to": target["shape"][0]}
     return problems
 
 

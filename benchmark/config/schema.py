@@ -98,6 +98,29 @@ class IndexSpec(_Strict):
         return v
 
 
+class ValuesOf(_Strict):
+    """Values drawn from another input's shape: boxes inside its image, or counts adding up to its
+    first dimension (exactly one of the two)."""
+
+    boxes_in: str | None = None
+    sum_of: str | None = None
+    # with boxes_in: the range of the boxes' sides in pixels (default: 1 to half the image)
+    side: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> ValuesOf:
+        names = [n for n in (self.boxes_in, self.sum_of) if n is not None]
+        if len(names) != 1:
+            raise ValueError("expected one of boxes_in or sum_of, naming another input")
+        if not KEY_RE.fullmatch(names[0]):
+            raise ValueError(f"{names[0]!r}: expected the name of another input of this case")
+        if self.side is not None and (
+            self.boxes_in is None or len(self.side) != 2 or not 0 < self.side[0] <= self.side[1]
+        ):
+            raise ValueError("side: expected [low, high] with 0 < low <= high, beside boxes_in")
+        return self
+
+
 OPT_IN_TAGS = frozenset(
     {"slow", "pb"}
 )  # cases that run only when a tag of theirs is asked for (pb: the legacy corpus)
@@ -116,6 +139,12 @@ class TensorSpec(_Strict):
     requires_grad: bool | None = None
     # An index input (its dtype defaults to int64; `low` and `high` come from the indexed input).
     index: IndexSpec | None = None
+    # Values an op needs beyond a range (benchmark.model.Tensor.values): "sorted" (ascending along the
+    # last axis: segment ids), "positive_definite" (square matrices in the last two dimensions:
+    # cholesky), {boxes_in: <input>, side: [low, high]} ([N, 4] boxes x1, y1, x2, y2 inside that NCHW
+    # input's image, their sides in [low, high] pixels, by default 1 to half the image) or
+    # {sum_of: <input>} (integers adding up to that input's first dimension: boxes per image).
+    values: Literal["sorted", "positive_definite"] | ValuesOf | None = None
 
     @model_validator(mode="after")
     def _index_dtype(self) -> TensorSpec:

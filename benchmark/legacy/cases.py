@@ -18,7 +18,7 @@ from benchmark.legacy.values import (
 
 _REF = re.compile(
     r"^(?:attr:(?P<attr>[A-Za-z_]\w*)|(?P<input>[A-Za-z_]\w*)\.(?P<dim>-?\d+|min|[A-Za-z_]\w*))"
-    r"(?P<offset>[+-]\d+)?$"
+    r"(?P<div>//\d+)?(?P<offset>[+-]\d+)?$"
 )
 GENERIC_NAMESPACES = ("paddle.nn.functional", "paddle", "paddle.linalg", "paddle.vision.ops")
 Resolver = Callable[[str], Any]  # dotted name -> function, or raises ValueError saying why
@@ -114,7 +114,46 @@ def _expand(inputs, attrs, notes, apis):
     return apis
 
 
-ADJUST = {"elementwise": _elementwise_shapes, "matmul": _matmul_shapes, "pool2d": _pool2d, "expand": _expand}
+def _gram(inputs, attrs, notes, apis):
+    """The legacy test factored x @ x.T ([..., m, n] -> [..., m, m]): the input is that square."""
+    x = (inputs.get("x") or {}).get("shape")
+    if x and len(x) >= 2 and x[-1] != x[-2]:
+        inputs["x"]["shape"] = [*x[:-1], x[-2]]
+        notes.append(f"x {x} -> {inputs['x']['shape']}: the shape of x @ x.T, which the legacy test factored")
+    return apis
+
+
+def _set_value(inputs, attrs, notes, apis):
+    """The legacy test assigned a slice in place (x[:, 10:500:2] = value, or x[:, 0:20, ::2] = 10000);
+    paddle.slice_scatter does it out of place, with a value of the slice's shape."""
+    x = inputs["x"]["shape"]
+    if attrs.pop("is_tensor_value", False):
+        axes, starts, ends, strides, what = [1], [10], [min(500, x[1])], [2], "x[:, 10:500:2] = value"
+    else:
+        axes, starts, ends, strides, what = (
+            [1, 2],
+            [0, 0],
+            [min(20, x[1]), x[2]],
+            [1, 2],
+            "x[:, 0:20, ::2] = 10000",
+        )
+    shape = list(x)
+    for axis, start, end, stride in zip(axes, starts, ends, strides, strict=True):
+        shape[axis] = len(range(start, end, stride))
+    inputs["value"] = {"shape": shape, "dtype": inputs["x"]["dtype"]}
+    attrs.update(axes=axes, starts=starts, ends=ends, strides=strides)
+    notes.append(f"{what} as paddle.slice_scatter (out of place) with a value of the slice's shape {shape}")
+    return apis
+
+
+ADJUST = {
+    "set_value": _set_value,
+    "elementwise": _elementwise_shapes,
+    "matmul": _matmul_shapes,
+    "pool2d": _pool2d,
+    "expand": _expand,
+    "gram": _gram,
+}
 
 # The lstm config maps onto the registered `lstm` model builder (benchmark.runners.models).
 LSTM_PARAMS = {
@@ -228,15 +267,16 @@ def _ref_value(ref: Any, inputs, attrs, sigs) -> float | int:
     if source is None:
         raise NotConvertible(f"input {m['input']!r} is missing", T.PARAM)
     shape, dim = source["shape"], m["dim"]
+    div = int(m["div"][2:]) if m["div"] else 1
     if dim == "min":
-        return min(shape) + offset
+        return min(shape) // div + offset
     dim = int(dim) if re.match(r"^-?\d+$", dim) else attrs.get(dim, _attr_default(sigs, dim, 0))
     if not isinstance(dim, int) or isinstance(dim, bool):
         dim = 0  # an axis left at None (gather, index_select) is the first one
     dim = int(dim)
     if not -len(shape) <= dim < len(shape):
         raise NotConvertible(f"input {m['input']!r} {shape} has no dimension {dim}", T.SHAPE)
-    return shape[dim] + offset
+    return shape[dim] // div + offset
 
 
 def _rename(entry, inputs, attrs) -> None:
@@ -266,9 +306,14 @@ def _apply_table(entry, inputs, attrs, notes, sigs) -> None:
         if source not in inputs:
             raise NotConvertible(f"input {source!r} is missing", T.PARAM)
         attrs[name] = inputs[source]["shape"][start:]
-    for name, spec in (entry.get("extra_inputs") or {}).items():
+    extra_inputs = dict(entry.get("extra_inputs") or {})
+    for flag, flagged in (entry.get("flag_inputs") or {}).items():
+        if attrs.pop(flag, False) is True:
+            extra_inputs.update(flagged)
+            notes.append(f"{flag}=True: the inputs it stands for ({', '.join(flagged)}) are passed")
+    for name, spec in extra_inputs.items():
         shape = [int(_ref_value(d, inputs, attrs, sigs)) for d in spec["shape"]]
-        dtype = next(iter(inputs.values()))["dtype"] if inputs else "float32"
+        dtype = spec.get("dtype") or (next(iter(inputs.values()))["dtype"] if inputs else "float32")
         extra = {"shape": shape, "dtype": dtype}
         for key in ("low", "high"):
             if key in spec:
@@ -284,16 +329,25 @@ def _apply_table(entry, inputs, attrs, notes, sigs) -> None:
         if not high > low:
             raise NotConvertible(f"input {name!r}: empty value range [{low}, {high})", T.SHAPE)
         inputs[name]["low"], inputs[name]["high"] = low, high
+    for name, values in (entry.get("values") or {}).items():
+        if name not in inputs:
+            raise NotConvertible(f"input {name!r} is missing", T.PARAM)
+        inputs[name]["values"] = values
 
 
-def _bind(api: str, sig: inspect.Signature | None, inputs, attrs) -> None:
+def _bind(api: str, sig: inspect.Signature | None, inputs, attrs, notes) -> None:
+    """Checks the function takes these inputs and attrs. A function that takes its tensors as
+    *varargs (paddle.einsum's *operands) gets the inputs, in the config's order, as one tensor list
+    of that name (the runner unpacks it)."""
     if sig is None:
         return
     variadic = [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.VAR_POSITIONAL]
-    if variadic and not set(inputs) & set(sig.parameters):
-        raise NotConvertible(
-            f"{api} takes its tensors as *{variadic[0]}; an op case passes named inputs", T.LIST_INPUT
-        )
+    if variadic and inputs and not set(inputs) & set(sig.parameters):
+        names = list(inputs)
+        parts = [inputs.pop(n) for n in names]
+        inputs[variadic[0]] = {"tensors": parts}
+        notes.append(f"inputs {', '.join(names)} passed in that order as *{variadic[0]}")
+        return
     try:
         sig.bind(**dict.fromkeys(inputs), **attrs)
     except TypeError as e:
@@ -319,6 +373,8 @@ def op_cases(
         raise NotConvertible(f"legacy op {op!r}: {message}", reason)
     notes: list[str] = []
     inputs, attrs = split_params(config.get("param_info"), batch_size, unknown_dim, notes)
+    if "layer" in entry:
+        return [_layer_case(entry, inputs, attrs, notes, config, source, index, label, backward)], notes
     apis = _resolve_apis(op, entry, resolve, notes)
     sigs = [_signature(fn) for _, _, fn in apis]
     _rename(entry, inputs, attrs)
@@ -339,7 +395,7 @@ def op_cases(
     if unset:
         notes.append(f"{', '.join(unset)} None in the legacy config: the function's default")
     for (_, api, _), sig in zip(apis, sigs, strict=True):
-        _bind(api, sig, inputs, attrs)
+        _bind(api, sig, inputs, attrs, notes)
     dtypes = sorted({leaf["dtype"] for spec in inputs.values() for leaf in spec.get("tensors", [spec])})
     places = list(entry.get("places") or ["cpu", "gpu"])
     if "float16" in dtypes and places != ["gpu"]:
@@ -373,6 +429,51 @@ def op_cases(
             case["tolerance"] = dict(tolerance)
         cases.append(case)
     return cases, notes
+
+
+def _layer_case(entry, inputs, attrs, notes, config, source, index, label, backward) -> dict[str, Any]:
+    """A legacy op that built a layer (it created its own weights): a `kind: layer` case of the
+    entry's class. `args` maps each constructor argument to ``attr:<legacy attribute>`` or an input's
+    dimension (``x.1``); the legacy attributes left over go to the layer's forward."""
+    _rename(entry, inputs, attrs)
+    for name, why in {**T.GLOBAL_DROP, **(entry.get("drop") or {})}.items():
+        if name in attrs:
+            attrs.pop(name)
+            notes.append(f"{name} dropped: {why}")
+    for name, value in (entry.get("drop_default") or {}).items():
+        if name in attrs and attrs.pop(name) != value:
+            raise NotConvertible(f"{name}: today's layer has no such argument (only {value!r} maps)", T.PARAM)
+    args: dict[str, Any] = {}
+    for arg, ref in entry["args"].items():
+        if isinstance(ref, str) and ref.startswith("attr:"):
+            value = attrs.pop(ref[5:], None)
+            if value is not None:
+                args[arg] = value
+        else:
+            args[arg] = int(_ref_value(ref, inputs, attrs, []))
+    unset = sorted(n for n, v in attrs.items() if v is None)
+    for name in unset:
+        attrs.pop(name)
+    dtypes = sorted({spec["dtype"] for spec in inputs.values()})
+    places = list(entry.get("places") or ["cpu", "gpu"])
+    if "float16" in dtypes and places != ["gpu"]:
+        places = ["gpu"]
+        notes.append("float16: GPU only (the legacy harness disabled float16 on CPU)")
+    case: dict[str, Any] = {
+        "name": f"{config['op']}_legacy_{label}",
+        "kind": "layer",
+        "layer": entry["layer"],
+        "description": _description(source, index, config, notes, entry.get("note", "")),
+        "args": args,
+        "inputs": {n: _without_dtype(s) for n, s in inputs.items()} if len(dtypes) == 1 else inputs,
+        "places": places,
+        "dtypes": dtypes if len(dtypes) == 1 else ["float32"],
+        "backward": [False, True] if backward else False,
+        "tags": ["imported"],
+    }
+    if attrs:
+        case["attrs"] = dict(attrs)
+    return case
 
 
 def _without_dtype(spec: dict[str, Any]) -> dict[str, Any]:

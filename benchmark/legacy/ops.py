@@ -22,18 +22,30 @@ legacy parameter names taken as the function's own. An entry may say:
 ``shape_attrs``
     attribute -> ``[input, start]``: the attribute is ``input``'s shape from dimension ``start`` on.
 ``extra_inputs``
-    tensors the legacy test created itself (parameters of a layer): ``{name: {"shape": [ref, ...],
-    "low":, "high":}}``, each shape element an integer or a ``"<input>.<dim>"`` reference.
+    tensors the legacy test created itself (parameters of a layer, boxes): ``{name: {"shape": [ref,
+    ...], "low":, "high":, "dtype":}}``, each shape element an integer or a ``"<input>.<dim>"``
+    reference (dtype: the first input's by default).
+``flag_inputs``
+    ``{attribute: extra_inputs}``: a legacy switch (``cached_sin_cos``) that, when true, stands for
+    inputs the test made itself; the attribute is not passed.
 ``ranges``
     value range of integer inputs that index something: ``{input: {"low": v, "high": v}}`` where a
     value is a number, ``"<input>.<dim>"`` (a dimension of another input; ``<dim>`` may name an
     attribute holding the axis), ``"<input>.min"`` (its smallest dimension), or ``"attr:<name>"``,
-    optionally followed by ``+N`` or ``-N``.
+    optionally followed by ``//N`` (divided) and ``+N`` or ``-N``.
+``values``
+    ``{input: values}``: values beyond a range (`benchmark.config.schema.TensorSpec.values`):
+    ``sorted``, ``positive_definite``, ``{"boxes_in": input}``, ``{"sum_of": input}``.
+``layer``, ``args``
+    the legacy test built a layer (it created its weights): a ``kind: layer`` case of this class;
+    ``args`` maps each constructor argument to ``"attr:<legacy attribute>"`` or ``"<input>.<dim>"``;
+    the attributes left over go to its forward.
 ``references``
     paddle function -> numpy reference (only where the reference takes the same inputs in order
     and attributes limited to `REFERENCE_ATTRS`).
 ``adjust``
-    a named shape rule in `benchmark.legacy.cases` (``elementwise``, ``matmul``, ``pool2d``, ``expand``).
+    a named shape rule in `benchmark.legacy.cases` (``elementwise``, ``matmul``, ``pool2d``, ``expand``,
+    ``gram``, ``set_value``).
 ``places``
     where the op has kernels, when not everywhere (default: cpu and gpu).
 ``skip``
@@ -48,16 +60,29 @@ from typing import Any
 
 # Reason categories of configs that are not converted (the keys of the command's closing table).
 UNKNOWN_OP = "unknown op"
-NEEDS_LAYER = "needs a layer or program"
-LIST_INPUT = "list of tensors as one input"
+CONTROL_FLOW = "control flow (a program with branches)"
+NOT_AN_OP = "not an operator call"
+PRIVATE = "only a private API today"
+REMOVED = "removed from paddle"
 PARAM = "param not in signature"
-NEEDS_VALUES = "inputs need values the config does not carry"
 DTYPE = "unsupported dtype"
 SHAPE = "shape not convertible"
 VALUE = "value not convertible"
 MALFORMED = "malformed config"
 MODEL = "model arguments do not map"
-REASONS = (UNKNOWN_OP, PARAM, NEEDS_LAYER, LIST_INPUT, NEEDS_VALUES, DTYPE, SHAPE, VALUE, MALFORMED, MODEL)
+REASONS = (
+    UNKNOWN_OP,
+    PARAM,
+    CONTROL_FLOW,
+    NOT_AN_OP,
+    PRIVATE,
+    REMOVED,
+    DTYPE,
+    SHAPE,
+    VALUE,
+    MALFORMED,
+    MODEL,
+)
 
 # The attributes a numpy reference can take (`benchmark.runners.reference.NUMPY_ATTRS`): a reference
 # is only set on a case whose attributes are all among these.
@@ -270,7 +295,9 @@ OPS: dict[str, dict[str, Any]] = {
     "grid_sample": {"drop": {"out_shape": "the output's shape follows from grid's"}},
     "fused_rotary_position_embedding": {
         "api": "paddle.incubate.nn.functional.fused_rotary_position_embedding",
-        "drop_default": {"cached_sin_cos": False},
+        "flag_inputs": {
+            "cached_sin_cos": {"sin": {"shape": [1, "q.1", 1, "q.3"]}, "cos": {"shape": [1, "q.1", 1, "q.3"]}}
+        },
         "places": ["gpu"],
         "note": "paddle registers fused_rotary_position_embedding for GPU only",
     },
@@ -390,68 +417,112 @@ OPS: dict[str, dict[str, Any]] = {
     "lgamma": {"references": {"paddle.lgamma": "scipy.special.gammaln"}},
     "zeros_like": {"references": {"paddle.zeros_like": "numpy.zeros_like"}},
     "equal_all": {"references": {"paddle.equal_all": "numpy.array_equal"}},
-    # ---- no function to time ------------------------------------------------------------------
-    "case": {
-        "skip": [NEEDS_LAYER, "control flow (paddle.static.nn.case) needs a static program with branches"]
+    "set_value": {
+        "api": "paddle.slice_scatter",
+        "adjust": "set_value",
+        "note": "set_value is the kernel of slice assignment; paddle.slice_scatter is its function",
     },
-    "cond": {
-        "skip": [NEEDS_LAYER, "control flow (paddle.static.nn.cond) needs a static program with branches"]
-    },
-    "switch_case": {
-        "skip": [NEEDS_LAYER, "control flow (paddle.static.nn.switch_case) needs a static program"]
-    },
-    "sync_batch_norm": {
-        "skip": [NEEDS_LAYER, "paddle.nn.SyncBatchNorm is a layer (and needs a distributed group)"]
-    },
-    "data_norm": {
-        "skip": [NEEDS_LAYER, "fluid's data_norm is a layer with its own parameters; no functional API today"]
-    },
-    "affine_channel": {"skip": [NEEDS_LAYER, "fluid's affine_channel was removed; no functional API today"]},
-    "truncated_gaussian_random": {
-        "skip": [
-            NEEDS_LAYER,
-            "the legacy test times paddle.nn.initializer.TruncatedNormal on a parameter (an initializer, not an op)",
-        ]
-    },
+    # ---- layers: the legacy test built a layer that created its own weights ---------------------
     "conv3d_transpose": {
-        "skip": [
-            NEEDS_LAYER,
-            "the config describes fluid's conv3d_transpose layer (num_filters, filter_size: it creates its weight)",
-        ]
+        "layer": "paddle.nn.Conv3DTranspose",
+        "rename": {"input": "x"},
+        "args": {
+            "in_channels": "x.1",
+            "out_channels": "attr:num_filters",
+            "kernel_size": "attr:filter_size",
+            "stride": "attr:stride",
+            "padding": "attr:padding",
+            "dilation": "attr:dilation",
+            "groups": "attr:groups",
+            "data_format": "attr:data_format",
+        },
+        "drop_default": {"act": None},
+        "note": "fluid's conv3d_transpose layer (it created its weight and bias) as paddle.nn.Conv3DTranspose",
     },
     "depthwise_conv2d_transpose": {
+        "layer": "paddle.nn.Conv2DTranspose",
+        "rename": {"input": "x"},
+        "args": {
+            "in_channels": "x.1",
+            "out_channels": "attr:num_filters",
+            "kernel_size": "attr:filter_size",
+            "stride": "attr:stride",
+            "padding": "attr:padding",
+            "dilation": "attr:dilation",
+            "groups": "attr:groups",
+            "data_format": "attr:data_format",
+        },
+        "drop_default": {"act": None},
+        "note": "fluid's depthwise conv2d_transpose layer (groups = its channels) as paddle.nn.Conv2DTranspose",
+    },
+    "sync_batch_norm": {
+        "layer": "paddle.nn.SyncBatchNorm",
+        "args": {
+            "num_features": "x.1",
+            "momentum": "attr:momentum",
+            "epsilon": "attr:epsilon",
+            "data_format": "attr:data_format",
+        },
+        "drop": {"training": "a layer built for a case is in training mode, as the legacy test's was"},
+        "places": ["gpu"],
+        "note": "paddle registers sync_batch_norm for GPU only; on one device it is batch norm with its sync",
+    },
+    # ---- inputs with values beyond a range ----------------------------------------------------
+    "cholesky": {
+        "api": "paddle.linalg.cholesky",
+        "adjust": "gram",
+        "values": {"x": "positive_definite"},
+        "note": "the legacy test timed x @ x.T + 1e-3 before cholesky; here x is made positive definite "
+        "when generated, and only cholesky is timed",
+    },
+    "segment_pool": {
+        "apis": {
+            "segment_sum": "paddle.geometric.segment_sum",
+            "segment_mean": "paddle.geometric.segment_mean",
+            "segment_max": "paddle.geometric.segment_max",
+            "segment_min": "paddle.geometric.segment_min",
+        },
+        "rename": {"x": "data"},
+        "ranges": {"segment_ids": {"low": 0, "high": "data.0//20"}},
+        "values": {"segment_ids": "sorted"},
+        "note": "segment ids sorted in [0, rows/20), as the legacy test drew them",
+    },
+    "roi_align": {
+        "values": {"boxes": {"boxes_in": "x", "side": [50, 51]}, "boxes_num": {"sum_of": "boxes"}},
+        "note": "boxes of 50-51 pixels as the legacy test drew them (here anywhere in the image, there at "
+        "the origin), split evenly over the batch",
+    },
+    "roi_pool": {
+        "values": {"boxes": {"boxes_in": "x", "side": [50, 51]}, "boxes_num": {"sum_of": "boxes"}},
+        "note": "boxes of 50-51 pixels as the legacy test drew them (here anywhere in the image, there at "
+        "the origin), split evenly over the batch",
+    },
+    "psroi_pool": {
+        "extra_inputs": {"boxes": {"shape": [3, 4]}, "boxes_num": {"shape": ["x.0"], "dtype": "int32"}},
+        "values": {"boxes": {"boxes_in": "x"}, "boxes_num": {"sum_of": "boxes"}},
+        "note": "3 boxes over the batch, as the legacy test built them (its fixed boxes drawn here anywhere in the image)",
+    },
+    # ---- no operator to time ------------------------------------------------------------------
+    "case": {"skip": [CONTROL_FLOW, "paddle.static.nn.case runs one of several branch functions"]},
+    "cond": {"skip": [CONTROL_FLOW, "paddle.static.nn.cond runs one of two branch functions"]},
+    "switch_case": {
+        "skip": [CONTROL_FLOW, "paddle.static.nn.switch_case runs one of several branch functions"]
+    },
+    "data_norm": {"skip": [REMOVED, "fluid's data_norm layer has no API in paddle 3 (dynamic or static)"]},
+    "affine_channel": {"skip": [REMOVED, "fluid's affine_channel has no API in paddle 3"]},
+    "truncated_gaussian_random": {
         "skip": [
-            NEEDS_LAYER,
-            "the config describes fluid's conv2d_transpose layer (num_filters, filter_size: it creates its weight)",
+            NOT_AN_OP,
+            "the legacy test times paddle.nn.initializer.TruncatedNormal filling a parameter (an initializer)",
         ]
     },
-    "set_value": {"skip": [NEEDS_LAYER, "set_value is tensor slice assignment (x[...] = v), not a function"]},
     "squared_l2_norm": {
-        "skip": [
-            NEEDS_LAYER,
-            "squared_l2_norm is only reachable as the private paddle._C_ops.squared_l2_norm",
-        ]
+        "skip": [PRIVATE, "squared_l2_norm is only reachable as the private paddle._C_ops.squared_l2_norm"]
     },
     "clip_by_norm": {
         "skip": [
-            NEEDS_LAYER,
+            PRIVATE,
             "paddle.nn.clip_by_norm is gone; clip_by_norm is only the private paddle._C_ops one",
         ]
     },
-    "cholesky": {
-        "skip": [
-            NEEDS_VALUES,
-            "cholesky needs a symmetric positive definite input; the config gives a shape only",
-        ]
-    },
-    "psroi_pool": {
-        "skip": [NEEDS_VALUES, "the legacy test builds its boxes and boxes_num; the config gives neither"]
-    },
-    "roi_align": {
-        "skip": [NEEDS_VALUES, "boxes_num must add up to the number of boxes and boxes must lie in the image"]
-    },
-    "roi_pool": {
-        "skip": [NEEDS_VALUES, "boxes_num must add up to the number of boxes and boxes must lie in the image"]
-    },
-    "segment_pool": {"skip": [NEEDS_VALUES, "segment_ids must be sorted; the config gives a shape only"]},
 }

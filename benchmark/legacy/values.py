@@ -118,7 +118,7 @@ def _list_spec(name: str, spec: dict[str, Any], batch_size: int, unknown_dim: in
     parts = [(k, v) for k, v in spec.items() if k != "type"]
     if not parts or not all(isinstance(v, dict) and v.get("type") == "Variable" for _, v in parts):
         raise NotConvertible(
-            f"parameter {name!r}: a list<Variable> whose items are not all tensors", T.LIST_INPUT
+            f"parameter {name!r}: a list<Variable> whose items are not all tensors", T.MALFORMED
         )
 
     def order(item: tuple[str, Any]) -> tuple[int, str]:

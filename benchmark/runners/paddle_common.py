@@ -170,10 +170,32 @@ def random_array(spec: Tensor, rng: np.random.Generator) -> np.ndarray:
     return a if dtype in ("float64", "float32", "bfloat16") else a.astype(dtype)
 
 
+def shaped_values(spec: Tensor, a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """`a` (drawn as `random_array` draws) made into the values `spec.values` asks for."""
+    values = spec.values
+    if values == "sorted":
+        return np.sort(a, axis=-1)
+    if values == "positive_definite":  # A Aᵀ / n + I: symmetric, eigenvalues >= 1
+        n = a.shape[-1]
+        return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=a.dtype)).astype(a.dtype)
+    if isinstance(values, dict) and "boxes_in" in values:  # boxes inside the image
+        height, width = values["boxes_in"]
+        low, high = values.get("side") or (1.0, min(height, width) / 2)
+        n = a.shape[0]
+        w, h = low + rng.random(n) * (high - low), low + rng.random(n) * (high - low)
+        x1, y1 = rng.random(n) * (width - w), rng.random(n) * (height - h)
+        return np.stack([x1, y1, x1 + w, y1 + h], axis=1).astype(a.dtype)
+    if isinstance(values, dict) and "sum_to" in values:  # as even as possible, the remainder in front
+        parts = len(a)
+        base, extra = divmod(int(values["sum_to"]), parts)
+        return np.array([base + (i < extra) for i in range(parts)], dtype=a.dtype)
+    return a
+
+
 def make_arrays(specs: Mapping[str, Tensor], seed: int) -> dict[str, np.ndarray]:
     """The inputs `specs` describe, drawn in order from one generator seeded with `seed`."""
     rng = np.random.default_rng(seed)
-    return {name: random_array(spec, rng) for name, spec in specs.items()}
+    return {name: shaped_values(spec, random_array(spec, rng), rng) for name, spec in specs.items()}
 
 
 def to_tensor(array: np.ndarray, dtype: str, place: str, requires_grad: bool):

@@ -47,13 +47,32 @@ def binder(name: str, inputs: list[str] | dict[str, str], attrs: dict[str, Any])
     except (TypeError, ValueError):
         return None  # no introspectable signature (a builtin): the call itself will tell
     args = list(inputs) if isinstance(inputs, list) else []
-    kwargs = {**({k: None for k in inputs} if isinstance(inputs, dict) else {}), **attrs}
+    # an input stands for a tensor or a list of them (one element: a *varargs list unpacks)
+    kwargs = {**({k: [None] for k in inputs} if isinstance(inputs, dict) else {}), **attrs}
+    more, kwargs = as_call(fn, kwargs)
     try:
-        sig.bind(*args, **kwargs)
+        sig.bind(*args, *more, **kwargs)
     except TypeError as e:
         params = ", ".join(p for p in sig.parameters if p != "name")
         return f"{name}({params}) does not accept these inputs and attrs: {e}"
     return None
+
+
+def as_call(fn, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(args, kwargs) to call `fn` with these keyword values: a tensor list named as the function's
+    *varargs (paddle.einsum's *operands) is passed unpacked, with the parameters before it
+    positionally; anything else stays a keyword."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [], kwargs
+    star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+    if star is None or star.name not in kwargs:
+        return [], kwargs
+    kwargs = dict(kwargs)
+    before = [p.name for p in params[: params.index(star)]]
+    args = [kwargs.pop(n) for n in before if n in kwargs]
+    return [*args, *kwargs.pop(star.name)], kwargs
 
 
 def resolve_layer(name: str):
@@ -143,7 +162,8 @@ def _eager(fn, spec: Spec, arrays, attrs, grad_names, place, *, jit: bool):
     # One list argument: to_static does not accept *args signatures. A tensor-list input's tensors
     # reach the op as one list (Spec.grouped).
     def call(ts):
-        return pc.first_tensor(fn(**spec.grouped(dict(zip(names, ts, strict=True))), **attrs))
+        args, kwargs = as_call(fn, {**spec.grouped(dict(zip(names, ts, strict=True))), **attrs})
+        return pc.first_tensor(fn(*args, **kwargs))
 
     target = pd.jit.to_static(call) if jit else call
     grad_ts = [t for n, t in zip(names, tensors, strict=True) if n in grad_names]
@@ -197,7 +217,8 @@ def _static(build, spec: Spec, arrays, attrs, grad_names, place):
                 v.stop_gradient = n not in grad_names
                 vars_[n] = v
             fn = build()
-            out = pc.first_tensor(fn(**spec.grouped(vars_), **attrs))
+            args, kwargs = as_call(fn, {**spec.grouped(vars_), **attrs})
+            out = pc.first_tensor(fn(*args, **kwargs))
             fetch = [out]
             params = _trainable(fn) if grad_names else []
             if grad_names:
