@@ -172,6 +172,15 @@ class ProgramStep(_Frozen):
     inputs: list[str] | dict[str, str]
     attrs: dict[str, Any] = Field(default_factory=dict)
     out: str
+    # Control flow (cond, case, switch_case): each branch a list of steps whose last output is the
+    # branch's result; `default` where the op has one.
+    branches: list[list[ProgramStep]] | None = None
+    default: list[ProgramStep] | None = None
+
+    def steps(self) -> list[ProgramStep]:
+        """This step and, for control flow, every step of its branches (depth first)."""
+        inner = [*(self.branches or []), *([self.default] if self.default else [])]
+        return [self, *(s for branch in inner for step in branch for s in step.steps())]
 
 
 class MeasureOverrides(_Frozen):

@@ -239,7 +239,7 @@ def test_generic_resolution_renames_and_signature_binding():
             legacy_ops.MALFORMED,
             "whose items are not all tensors",
         ),
-        ({"op": "cond", "param_info": {"input": var("[1L]")}}, legacy_ops.CONTROL_FLOW, "branch functions"),
+        ({"op": "cond", "param_info": {"input": var("[1L]")}}, legacy_ops.PARAM, "input 'x' is missing"),
         (
             {"op": "affine_channel", "param_info": {"x": var("[1L]")}},
             legacy_ops.REMOVED,
@@ -336,6 +336,7 @@ def test_alias_table_is_data_the_allowlist_and_references_agree_with():
             "values",
             "layer",
             "args",
+            "program",
             "references",
             "adjust",
             "places",

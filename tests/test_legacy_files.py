@@ -117,8 +117,7 @@ def test_fixtures_import_validate_and_report_reasons(fixtures_imported):
     ]
     counts = legacy.reason_counts(reports)
     assert counts == {
-        "converted": 17,  # concat's tensor list, and einsum's inputs as its *operands
-        legacy_ops.CONTROL_FLOW: 1,
+        "converted": 18,  # concat's tensor list, einsum's inputs as its *operands, cond's program
         legacy_ops.PARAM: 1,
         legacy_ops.UNKNOWN_OP: 1,
         legacy_ops.DTYPE: 1,
@@ -128,7 +127,7 @@ def test_fixtures_import_validate_and_report_reasons(fixtures_imported):
 def test_fixture_cases_run_one_iteration_with_the_accuracy_check(fixtures_imported):
     _, cases, _ = fixtures_imported
     cpu = [c for c in cases if c.place == "cpu"]
-    assert len(cpu) == 25  # einsum's among them, its inputs passed as *operands
+    assert len(cpu) == 26  # einsum's (its inputs passed as *operands) and cond's program among them
     checked = 0
     for case in cpu:
         record = _run_one_iteration(case)

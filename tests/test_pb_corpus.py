@@ -22,7 +22,7 @@ def test_the_sources_convert_to_exactly_the_files_in_the_tree(tmp_path):
     header = (PB / "concat.yaml").read_text().splitlines()[0]
     snapshot = re.search(r"API configs, (.+)\)\.$", header)[1]  # as the corpus was made
     sources = sorted(SOURCES.glob("*.json"))
-    assert len(sources) == 10
+    assert len(sources) == 11
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         status = import_files(sources, tmp_path, tag="pb", snapshot=snapshot)
     assert status == 0

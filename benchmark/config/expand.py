@@ -143,10 +143,12 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
             return []
     if spec.kind == "program" and resolver:
         for i, pop in enumerate(spec.ops or []):
-            reason = resolver(pop.op)
-            if reason:
-                issue(name, f"ops.{i}.op", reason, line_for(lines, base + ("ops", i, "op")))
-                return []
+            for where, step in _program_steps(pop, ("ops", i)):
+                reason = resolver(step.op)
+                if reason:
+                    fld = ".".join(map(str, (*where, "op")))
+                    issue(name, fld, reason, line_for(lines, base + (*where, "op")))
+                    return []
     if spec.kind == "model" and models is not None and spec.model not in set(models):
         issue(
             name,
@@ -168,6 +170,8 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                         part.pop(key, None)
                 if isinstance(part.get("values"), dict):  # {boxes_in: x} or {sum_of: boxes}, as written
                     part["values"] = {k: v for k, v in part["values"].items() if v is not None}
+    for op in body.get("ops") or []:
+        _prune_steps(op)
     if body["measure"].get("processes") is None:
         # Unset, it leaves the config (and so the config hash of every existing case) as it was.
         body["measure"].pop("processes", None)
@@ -463,11 +467,14 @@ def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> lis
         if reason:
             problems.append(("attrs", reason))
     if checks.binder and cfg["kind"] == "program":
-        for i, op in enumerate(cfg["ops"]):
-            inputs = op["inputs"] if isinstance(op["inputs"], list) else dict.fromkeys(op["inputs"])
-            reason = checks.binder(op["op"], inputs, op.get("attrs") or {})
-            if reason:
-                problems.append((f"ops.{i}.attrs", reason))
+        for i, top in enumerate(cfg["ops"]):
+            for where, op in _program_steps(top, ("ops", i)):
+                if op.get("branches") is not None:
+                    continue  # control flow: called by the runner with closures over its branches
+                inputs = op["inputs"] if isinstance(op["inputs"], list) else dict.fromkeys(op["inputs"])
+                reason = checks.binder(op["op"], inputs, op.get("attrs") or {})
+                if reason:
+                    problems.append((".".join(map(str, (*where, "attrs"))), reason))
     if cfg["kind"] == "layer":
         problems += _check_layer(cfg, checks, max_bytes)
     if checks.model_check and cfg["kind"] == "model":
@@ -512,3 +519,31 @@ def _check_layer(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tu
         if problem:
             return [problem]
     return []
+
+
+def _branch_lists(step: Any) -> list[tuple[str | int, list]]:
+    get = step.get if isinstance(step, dict) else lambda k: getattr(step, k)
+    lists: list[tuple[str | int, list]] = [(j, b) for j, b in enumerate(get("branches") or [])]
+    default = get("default")
+    return lists + ([("default", default)] if default else [])
+
+
+def _program_steps(step: Any, where: tuple) -> list[tuple[tuple, Any]]:
+    """(path, step) of a program step and of every step in its branches (a step as a dict or a
+    ProgramOp): path as ("ops", 1, "branches", 0, 2) or ("ops", 1, "default", 0)."""
+    out = [(where, step)]
+    for key, steps in _branch_lists(step):
+        prefix = (*where, "default") if key == "default" else (*where, "branches", key)
+        for k, inner in enumerate(steps):
+            out += _program_steps(inner, (*prefix, k))
+    return out
+
+
+def _prune_steps(step: dict[str, Any]) -> None:
+    """Unset branches and default leave a step (and the config hash of every program) as it was."""
+    for key in ("branches", "default"):
+        if step.get(key) is None:
+            step.pop(key, None)
+    for _, steps in _branch_lists(step):
+        for inner in steps:
+            _prune_steps(inner)

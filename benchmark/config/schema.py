@@ -216,21 +216,61 @@ class MeasureSpec(_Strict):
         return v
 
 
+# Control flow a program step may run (`op` with `branches`): how its inputs and branches are
+# passed. A branch is a list of steps, its result the last step's output; a config gives no other
+# function, so these take nothing but the harness's own closures over the branches.
+CONTROL_FLOW = {
+    "paddle.static.nn.cond": "inputs: [pred]; branches: [when true, when false]",
+    "paddle.static.nn.switch_case": "inputs: [index]; branches: [when 0, when 1, ...]; default optional",
+    "paddle.static.nn.case": "inputs: [pred, ...]; branches: one per pred, the first true runs; default optional",
+}
+MAX_BRANCH_DEPTH = 2  # a branch may hold control flow whose branches hold none
+
+
 class ProgramOp(_Strict):
     op: str
     inputs: list[str] | dict[str, str]
     attrs: dict[str, Any] = Field(default_factory=dict)
     out: str
+    # control flow (CONTROL_FLOW): each branch a list of steps; `default` where the op has one
+    branches: list[list[ProgramOp]] | None = None
+    default: list[ProgramOp] | None = None
 
     @field_validator("op")
     @classmethod
     def _op_name(cls, v: str) -> str:
         return check_op_name(v)
 
+    @model_validator(mode="after")
+    def _branches(self) -> ProgramOp:
+        if self.op not in CONTROL_FLOW:
+            if self.branches is not None or self.default is not None:
+                raise ValueError(f"branches: only control flow takes them ({', '.join(CONTROL_FLOW)})")
+            return self
+        if self.branches is None or not isinstance(self.inputs, list):
+            raise ValueError(f"{self.op} needs a list of inputs and branches: {CONTROL_FLOW[self.op]}")
+        if any(not b for b in [*self.branches, *([self.default] if self.default is not None else [])]):
+            raise ValueError("branches: each branch is a non-empty list of steps")
+        n, name = len(self.branches), self.op.rpartition(".")[2]
+        wanted = {"cond": (1, 2, False), "switch_case": (1, None, True), "case": (n, n, True)}[name]
+        inputs, branches, default = wanted
+        if len(self.inputs) != inputs or (branches is not None and n != branches) or n == 0:
+            raise ValueError(f"{self.op}: {CONTROL_FLOW[self.op]}")
+        if self.default is not None and not default:
+            raise ValueError(f"{self.op} takes no default")
+        if _depth(self) > MAX_BRANCH_DEPTH:
+            raise ValueError(f"branches nest {_depth(self)} deep, more than {MAX_BRANCH_DEPTH}")
+        return self
+
     @field_validator("attrs")
     @classmethod
     def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
         return check_plain(v)
+
+
+def _depth(step: ProgramOp) -> int:
+    inner = [s for b in [*(step.branches or []), *([step.default] if step.default else [])] for s in b]
+    return 1 + max((_depth(s) for s in inner), default=0) if step.branches is not None else 0
 
 
 class CaseSpec(_Strict):

@@ -375,6 +375,8 @@ def op_cases(
     inputs, attrs = split_params(config.get("param_info"), batch_size, unknown_dim, notes)
     if "layer" in entry:
         return [_layer_case(entry, inputs, attrs, notes, config, source, index, label, backward)], notes
+    if "program" in entry:
+        return [_program_case(entry, inputs, config, source, index, label, notes)], notes
     apis = _resolve_apis(op, entry, resolve, notes)
     sigs = [_signature(fn) for _, _, fn in apis]
     _rename(entry, inputs, attrs)
@@ -429,6 +431,26 @@ def op_cases(
             case["tolerance"] = dict(tolerance)
         cases.append(case)
     return cases, notes
+
+
+def _program_case(entry, inputs, config, source, index, label, notes) -> dict[str, Any]:
+    """A legacy test that built a static program (control flow): the entry's steps over the
+    config's inputs, in static mode as the legacy harness ran it."""
+    program = entry["program"]
+    missing = [n for n in program["feed"] if n not in inputs]
+    if missing:
+        raise NotConvertible(f"input {missing[0]!r} is missing", T.PARAM)
+    return {
+        "name": f"{config['op']}_legacy_{label}",
+        "kind": "program",
+        "description": _description(source, index, config, notes, entry.get("note", "")),
+        "feed": {n: dict(inputs[n]) for n in program["feed"]},
+        "ops": [dict(op) for op in program["ops"]],
+        "fetch": list(program["fetch"]),
+        "places": list(entry.get("places") or ["cpu", "gpu"]),
+        "modes": ["static"],
+        "tags": ["imported"],
+    }
 
 
 def _layer_case(entry, inputs, attrs, notes, config, source, index, label, backward) -> dict[str, Any]:

@@ -36,6 +36,9 @@ legacy parameter names taken as the function's own. An entry may say:
 ``values``
     ``{input: values}``: values beyond a range (`benchmark.config.schema.TensorSpec.values`):
     ``sorted``, ``positive_definite``, ``{"boxes_in": input}``, ``{"sum_of": input}``.
+``program``
+    the legacy test built a static program (control flow): a ``kind: program`` case with these
+    ``feed`` (names of the config's inputs), ``ops`` and ``fetch``, run in static mode.
 ``layer``, ``args``
     the legacy test built a layer (it created its weights): a ``kind: layer`` case of this class;
     ``args`` maps each constructor argument to ``"attr:<legacy attribute>"`` or ``"<input>.<dim>"``;
@@ -60,7 +63,6 @@ from typing import Any
 
 # Reason categories of configs that are not converted (the keys of the command's closing table).
 UNKNOWN_OP = "unknown op"
-CONTROL_FLOW = "control flow (a program with branches)"
 NOT_AN_OP = "not an operator call"
 PRIVATE = "only a private API today"
 REMOVED = "removed from paddle"
@@ -73,7 +75,6 @@ MODEL = "model arguments do not map"
 REASONS = (
     UNKNOWN_OP,
     PARAM,
-    CONTROL_FLOW,
     NOT_AN_OP,
     PRIVATE,
     REMOVED,
@@ -422,6 +423,86 @@ OPS: dict[str, dict[str, Any]] = {
         "adjust": "set_value",
         "note": "set_value is the kernel of slice assignment; paddle.slice_scatter is its function",
     },
+    # ---- control flow: the legacy test built a static program with branches ---------------------
+    "cond": {
+        "program": {
+            "feed": ["x", "y", "input"],
+            "ops": [
+                {"op": "paddle.full_like", "inputs": ["input"], "attrs": {"fill_value": 10}, "out": "ten"},
+                {"op": "paddle.less_than", "inputs": ["input", "ten"], "out": "pred"},
+                {
+                    "op": "paddle.static.nn.cond",
+                    "inputs": ["pred"],
+                    "branches": [
+                        [{"op": "paddle.multiply", "inputs": ["x", "y"], "out": "r"}],
+                        [{"op": "paddle.divide", "inputs": ["x", "y"], "out": "r"}],
+                    ],
+                    "out": "result",
+                },
+            ],
+            "fetch": ["result"],
+        },
+        "note": "the legacy program: pred = input < 10, then cond(pred, x * y, x / y)",
+    },
+    "case": {
+        "program": {
+            "feed": ["x", "y"],
+            "ops": [
+                {"op": "paddle.ones", "inputs": [], "attrs": {"shape": [1]}, "out": "one"},
+                {
+                    "op": "paddle.full",
+                    "inputs": [],
+                    "attrs": {"shape": [1], "fill_value": 5.0},
+                    "out": "five",
+                },
+                {
+                    "op": "paddle.full",
+                    "inputs": [],
+                    "attrs": {"shape": [1], "fill_value": 10.0},
+                    "out": "ten",
+                },
+                {"op": "paddle.less_than", "inputs": ["one", "five"], "out": "pred_1"},
+                {"op": "paddle.greater_than", "inputs": ["one", "ten"], "out": "pred_2"},
+                {
+                    "op": "paddle.static.nn.case",
+                    "inputs": ["pred_1", "pred_2"],
+                    "branches": [
+                        [{"op": "paddle.add", "inputs": ["x", "y"], "out": "r"}],
+                        [{"op": "paddle.subtract", "inputs": ["x", "y"], "out": "r"}],
+                    ],
+                    "default": [{"op": "paddle.multiply", "inputs": ["x", "y"], "out": "r"}],
+                    "out": "result",
+                },
+            ],
+            "fetch": ["result"],
+        },
+        "note": "the legacy program: case([(1 < 5, x + y), (1 > 10, x - y)], default x * y)",
+    },
+    "switch_case": {
+        "program": {
+            "feed": ["x", "y"],
+            "ops": [
+                {
+                    "op": "paddle.zeros",
+                    "inputs": [],
+                    "attrs": {"shape": [1], "dtype": "int32"},
+                    "out": "zero",
+                },
+                {
+                    "op": "paddle.static.nn.switch_case",
+                    "inputs": ["zero"],
+                    "branches": [
+                        [{"op": "paddle.add", "inputs": ["x", "y"], "out": "r"}],
+                        [{"op": "paddle.subtract", "inputs": ["x", "y"], "out": "r"}],
+                    ],
+                    "default": [{"op": "paddle.multiply", "inputs": ["x", "y"], "out": "r"}],
+                    "out": "result",
+                },
+            ],
+            "fetch": ["result"],
+        },
+        "note": "the legacy program: switch_case(0, {0: x + y, 1: x - y}, default x * y)",
+    },
     # ---- layers: the legacy test built a layer that created its own weights ---------------------
     "conv3d_transpose": {
         "layer": "paddle.nn.Conv3DTranspose",
@@ -503,11 +584,6 @@ OPS: dict[str, dict[str, Any]] = {
         "note": "3 boxes over the batch, as the legacy test built them (its fixed boxes drawn here anywhere in the image)",
     },
     # ---- no operator to time ------------------------------------------------------------------
-    "case": {"skip": [CONTROL_FLOW, "paddle.static.nn.case runs one of several branch functions"]},
-    "cond": {"skip": [CONTROL_FLOW, "paddle.static.nn.cond runs one of two branch functions"]},
-    "switch_case": {
-        "skip": [CONTROL_FLOW, "paddle.static.nn.switch_case runs one of several branch functions"]
-    },
     "data_norm": {"skip": [REMOVED, "fluid's data_norm layer has no API in paddle 3 (dynamic or static)"]},
     "affine_channel": {"skip": [REMOVED, "fluid's affine_channel has no API in paddle 3"]},
     "truncated_gaussian_random": {

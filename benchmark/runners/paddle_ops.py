@@ -62,12 +62,12 @@ def as_call(fn, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """(args, kwargs) to call `fn` with these keyword values: a tensor list named as the function's
     *varargs (paddle.einsum's *operands) is passed unpacked, with the parameters before it
     positionally; anything else stays a keyword."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
+    try:  # a layer's own signature is its forward's (Layer.__call__ takes *inputs)
+        params = list(inspect.signature(getattr(fn, "forward", fn)).parameters.values())
     except (TypeError, ValueError):
         return [], kwargs
     star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
-    if star is None or star.name not in kwargs:
+    if star is None or not isinstance(kwargs.get(star.name), (list, tuple)):
         return [], kwargs
     kwargs = dict(kwargs)
     before = [p.name for p in params[: params.index(star)]]

@@ -166,7 +166,7 @@ def decompose(
     feed, steps, _ = program
     pc.set_place(case.place)
     pd = pc.paddle()
-    fns = [resolve_op(op.op) for op in steps]
+    fns = {s.op: resolve_op(s.op) for op in steps for s in op.steps()}
     arrays = pc.make_arrays(feed, case.spec.seed)
     was_dynamic = pd.in_dynamic_mode()
     pd.enable_static()

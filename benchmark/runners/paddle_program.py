@@ -24,12 +24,35 @@ def _bind(op: ProgramStep, env: dict[str, Any]) -> tuple[list[Any], dict[str, An
     return [], {k: env[v] for k, v in op.inputs.items()}
 
 
-def interpret(ops: list[ProgramStep], fns: list[Any], env: dict[str, Any]) -> dict[str, Any]:
-    """`env` with the output of every op in `ops` (called as `fns`) added under its `out` name."""
-    for op, fn in zip(ops, fns, strict=True):
+def interpret(ops: list[ProgramStep], fns: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """`env` with the output of every op in `ops` (`fns` maps each op name to its function) added
+    under its `out` name. Control flow gets its branches as functions that interpret them."""
+    for op in ops:
+        fn = fns[op.op]
+        if op.branches is not None:
+            env[op.out] = pc.first_tensor(_control_flow(op, fn, fns, env))
+            continue
         args, kwargs = _bind(op, env)
         env[op.out] = pc.first_tensor(fn(*args, **kwargs, **op.attrs))
     return env
+
+
+def _control_flow(op: ProgramStep, fn, fns: dict[str, Any], env: dict[str, Any]):
+    """cond / switch_case / case (benchmark.config.schema.CONTROL_FLOW) with closures over the
+    step's branches: each runs its steps on a copy of `env` and returns its last output."""
+
+    def branch(steps: list[ProgramStep]):
+        return lambda: interpret(steps, fns, dict(env))[steps[-1].out]
+
+    args = [env[n] for n in op.inputs]
+    branches = [branch(b) for b in op.branches or []]
+    default = branch(op.default) if op.default else None
+    kind = op.op.rpartition(".")[2]
+    if kind == "cond":
+        return fn(args[0], branches[0], branches[1])
+    if kind == "switch_case":
+        return fn(args[0], dict(enumerate(branches)), default=default)
+    return fn(list(zip(args, branches, strict=True)), default=default)
 
 
 def program_parts(spec: Spec) -> tuple[dict[str, Tensor], list[ProgramStep], list[str]]:
@@ -37,24 +60,35 @@ def program_parts(spec: Spec) -> tuple[dict[str, Tensor], list[ProgramStep], lis
     earlier-produced variable; ValueError saying which does not."""
     if spec.feed is None or spec.ops is None or spec.fetch is None:
         raise ValueError(f"not a program case (kind {spec.kind!r}): feed, ops and fetch are required")
-    known = set(spec.feed)
-    for i, op in enumerate(spec.ops):
-        names = op.inputs if isinstance(op.inputs, list) else list(op.inputs.values())
-        for n in names:
-            if n not in known:
-                raise ValueError(f"ops.{i}.inputs: variable {n!r} is neither fed nor produced before")
-        known.add(op.out)
+    _check_names(spec.ops, set(spec.feed), "ops")
+    known = set(spec.feed) | {op.out for op in spec.ops}
     for n in spec.fetch:
         if n not in known:
             raise ValueError(f"fetch: variable {n!r} is neither fed nor produced by an op")
     return spec.feed, spec.ops, spec.fetch
 
 
+def _check_names(ops: list[ProgramStep], known: set[str], where: str) -> None:
+    """Every input of `ops` names a variable fed or produced before it (a branch sees what its
+    step sees, and its own outputs)."""
+    known = set(known)
+    for i, op in enumerate(ops):
+        names = op.inputs if isinstance(op.inputs, list) else list(op.inputs.values())
+        for n in names:
+            if n not in known:
+                raise ValueError(f"{where}.{i}.inputs: variable {n!r} is neither fed nor produced before")
+        for j, branch in enumerate(op.branches or []):
+            _check_names(branch, known, f"{where}.{i}.branches.{j}")
+        if op.default:
+            _check_names(op.default, known, f"{where}.{i}.default")
+        known.add(op.out)
+
+
 def prepare(case: Case) -> Prepared:
     place, mode = case.place, case.mode
     feed, ops, fetch_names = program_parts(case.spec)
     pc.set_place(place)
-    fns = [resolve_op(op.op) for op in ops]
+    fns = {s.op: resolve_op(s.op) for op in ops for s in op.steps()}
     arrays = pc.make_arrays(feed, case.spec.seed)
     if mode == "static":
         step, outputs = _static(feed, ops, fns, arrays, fetch_names, place)
