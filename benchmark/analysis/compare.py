@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats as sps
 
+from benchmark.units import format_percent
+
 VERDICTS = ("slower", "faster", "same", "inconclusive")
 
 
@@ -90,10 +92,6 @@ def _clean(samples: Sequence[float], name: str) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} samples must be finite numbers")
     return x
-
-
-def _pct(r: float) -> str:
-    return f"{(r - 1.0) * 100:+.1f}%"
 
 
 def _side_variance(x: np.ndarray, spread: tuple[float, float] | None) -> tuple[float, float]:
@@ -191,7 +189,8 @@ def compare_processes(
     bad = sign * est
     bad_lo, bad_hi = sorted((sign * math.log(lo), sign * math.log(hi)))
     d = math.log1p(min_effect)
-    effect = f"{_pct(ratio)} ({confidence:.0%} CI {_pct(lo)}..{_pct(hi)}), p={p:.2g} one-sided; {basis}"
+    change, low, high = (format_percent(x - 1) for x in (ratio, lo, hi))
+    effect = f"{change} ({confidence:.0%} CI {low}..{high}), p={p:.2g} one-sided; {basis}"
     bound = f"{min_effect:.1%} minimum effect"
     more: int | None = None
     if bad > d and p <= alpha:
