@@ -17,7 +17,7 @@ one that would shrink the half-width facing the straddled boundary to the distan
 point estimate and that boundary: an estimate, assuming the point estimate stays where it is.
 
 "slower" always means worse: for a higher-is-better metric (throughput) a lower candidate is
-slower. ``regressed`` and ``improved`` say the same in neutral words.
+slower.
 
 Processes as the unit (:func:`compare_processes`)
 -------------------------------------------------
@@ -42,14 +42,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sps
 
 from benchmark.units import format_percent
-
-VERDICTS = ("slower", "faster", "same", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -71,20 +69,6 @@ class Comparison:
     method: str = "samples"
     """samples (raw samples, eval/raw_samples.py), processes (Welch on per-process values),
     history_noise (run values against the history's between-run noise) or none (nothing tested)."""
-
-    @property
-    def regressed(self) -> bool:
-        return self.verdict == "slower"
-
-    @property
-    def improved(self) -> bool:
-        return self.verdict == "faster"
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["regressed"] = self.regressed
-        d["improved"] = self.improved
-        return d
 
 
 def _clean(samples: Sequence[float], name: str) -> np.ndarray:
