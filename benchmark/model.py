@@ -321,7 +321,27 @@ class Case:
 STORE_IDS = ("result_id", "run_id")  # the fields of a CaseResult only a stored result sets
 # The fields of a CaseResult that are stored inside its `extra` (in this order after the other keys,
 # unless the result was read with another order), so the stored and exported JSON keeps its shape.
-EXTRA_FIELDS = ("torch", "traceback", "compare")
+EXTRA_FIELDS = ("torch", "traceback", "compare", "pytest_benchmark")
+# The fields whose keys are stored flat in `extra`, before its other keys (unless the result was read
+# with another order): `prepare_s`, the timing plan of a time result (`timing`) and the record of an
+# instruction count (`callgrind`, a result whose `extra["tool"]` is "callgrind"). The keys of each:
+TIMING_KEYS = ("warmup_iterations", "estimate_s", "round_time", "warmup_s", "timed_s", "processes")
+CALLGRIND_KEYS = (
+    "tool",
+    "event",
+    "valgrind",
+    "address_randomization",
+    "empty_chunk",
+    "probe",
+    "other_threads_instructions",
+    "chunks",
+    "warmup_iterations",
+    "heap_layout",
+    "instrumented_s",
+    "case_s",
+    "case_cpu_s",
+    "worker_pid",
+)
 
 
 @dataclass
@@ -374,23 +394,40 @@ class CaseResult:
     run_id: int | None = None
     # Written into `extra` by `to_dict` (EXTRA_FIELDS); a result made with them in `extra` (a stored
     # one, `from_dict`) has them here instead. The torch timing of the same case (the `torch` check:
-    # status, median, paddle_over_torch, ...); the traceback of an error; and for a result of
-    # `benchmark compare`, its side and verdict (side, verdict, ratio_b_over_a, ...).
+    # status, median, paddle_over_torch, ...); the traceback of an error; for a result of
+    # `benchmark compare`, its side and verdict (side, verdict, ratio_b_over_a, ...); and for a result
+    # imported from pytest-benchmark JSON, what that JSON had besides the stats (extra_info, ops).
     torch: dict[str, Any] | None = None
     traceback: str | None = None
     compare: dict[str, Any] | None = None
-    # The order of the keys of the `extra` dict the result was made from (None: not made from one;
-    # `to_dict` then writes the other keys first, EXTRA_FIELDS after them).
+    pytest_benchmark: dict[str, Any] | None = None
+    # Written into `extra` as flat keys by `to_dict`, before its other keys; a result made with them
+    # in `extra` has them here instead. Wall seconds the runner took to prepare the case; the timing
+    # plan of a time result (TIMING_KEYS: warmup_iterations, estimate_s, round_time, warmup_s,
+    # timed_s, processes, those set); the record of an instruction count (CALLGRIND_KEYS: tool,
+    # event, valgrind, ..., worker_pid).
+    prepare_s: float | None = None
+    timing: dict[str, Any] | None = None
+    callgrind: dict[str, Any] | None = None
+    # The order of the keys of the `extra` dict the result was made from, or of its first keys (None:
+    # not made from one; `to_dict` then writes prepare_s, timing, callgrind, the other keys and
+    # EXTRA_FIELDS, in this order).
     extra_keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if any(k in self.extra for k in EXTRA_FIELDS):
-            extra = dict(self.extra)
+        extra = self.extra
+        group = CALLGRIND_KEYS if extra.get("tool") == "callgrind" else TIMING_KEYS
+        if any(k in extra for k in (*EXTRA_FIELDS, "prepare_s", *group)):
+            extra = dict(extra)
             self.extra_keys = tuple(extra)
-            for key in EXTRA_FIELDS:
+            for key in (*EXTRA_FIELDS, "prepare_s"):
                 value = extra.pop(key, None)
                 if getattr(self, key) is None:
                     setattr(self, key, value)
+            values = {k: extra.pop(k) for k in group if k in extra}
+            name = "callgrind" if group is CALLGRIND_KEYS else "timing"
+            if values and getattr(self, name) is None:
+                setattr(self, name, values)
             self.extra = extra
 
     def to_dict(self) -> dict[str, Any]:
@@ -400,7 +437,13 @@ class CaseResult:
         data["stats"] = self.stats.to_dict()
         data["processes"] = [p.to_dict() for p in self.processes]
         typed = {k: v for k in EXTRA_FIELDS if (v := data.pop(k)) is not None}
-        extra = {**data["extra"], **typed}
+        prepare_s = data.pop("prepare_s")
+        flat = {
+            **({} if prepare_s is None else {"prepare_s": prepare_s}),
+            **(data.pop("timing") or {}),
+            **(data.pop("callgrind") or {}),
+        }
+        extra = {**flat, **data["extra"], **typed}
         order = data.pop("extra_keys")
         if order:
             extra = {k: extra[k] for k in (*(k for k in order if k in extra), *extra) if k in extra}

@@ -73,3 +73,13 @@ def format_percent(ratio: float | None, *, signed: bool = True) -> str:
     if not _finite(ratio):
         return MISSING
     return f"{ratio:+.1%}" if signed else f"{ratio:.1%}"
+
+
+def format_ratio_change(ratio: float | None) -> str:
+    """A ratio new/baseline as a signed change in percent, one decimal (``1.048`` -> ``+4.8%``,
+    :func:`format_percent` of ``ratio - 1``); from 2x on as a factor (``12.5`` -> ``x12.5``, with
+    thousands separators); ``-`` when missing or not finite."""
+    if not _finite(ratio):
+        return MISSING
+    assert ratio is not None
+    return f"x{ratio:,.1f}" if ratio >= 2 else format_percent(ratio - 1)

@@ -63,6 +63,7 @@ def one_pass(
         for future in as_completed(by_future):
             r = future.result()
             case = by_future[future]
+            counted = r.callgrind or {}  # the count's record (worker time, heap layout, ...)
             out["cases"][case.id] = {
                 "kind": case.kind,
                 "status": r.status,
@@ -70,17 +71,17 @@ def one_pass(
                 "count": r.stats.median if r.status == "ok" else None,
                 "samples": r.samples,
                 "iterations": r.iterations,
-                "case_s": r.extra.get("case_s"),
-                "case_cpu_s": r.extra.get("case_cpu_s"),
-                "instrumented_s": r.extra.get("instrumented_s"),
-                "warmup_iterations": r.extra.get("warmup_iterations"),
-                "heap_layout": r.extra.get("heap_layout"),
+                "case_s": counted.get("case_s"),
+                "case_cpu_s": counted.get("case_cpu_s"),
+                "instrumented_s": counted.get("instrumented_s"),
+                "warmup_iterations": counted.get("warmup_iterations"),
+                "heap_layout": counted.get("heap_layout"),
                 "done_s": time.perf_counter() - t0,
             }
             # every figure on the progress line, so an interrupted run still has them
             print(
                 f"run {index}: {case.id}: {r.status} {out['cases'][case.id]['count']} "
-                f"({r.extra.get('case_s') or 0:.1f} s, {r.extra.get('case_cpu_s') or 0:.1f} s CPU, "
+                f"({counted.get('case_s') or 0:.1f} s, {counted.get('case_cpu_s') or 0:.1f} s CPU, "
                 f"samples {r.samples}; {time.perf_counter() - t0:.0f} s into the pass)",
                 file=sys.stderr,
                 flush=True,

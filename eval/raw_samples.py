@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
-from benchmark.analysis.compare import Comparison, _clean, _pct
+from benchmark.analysis.compare import Comparison, _clean
+from benchmark.units import format_percent
 
 
 def bootstrap_ratio_of_medians(
@@ -122,8 +123,8 @@ def compare(
     ends = sorted((sign * math.log(lo), sign * math.log(hi)))
     bad_lo, bad_hi = ends
     d = math.log1p(min_effect)
-    interval = f"{confidence:.0%} CI {_pct(lo)}..{_pct(hi)}"
-    effect = f"median {_pct(ratio)} ({interval}), p={p:.2g}"
+    interval = f"{confidence:.0%} CI {format_percent(lo - 1)}..{format_percent(hi - 1)}"
+    effect = f"median {format_percent(ratio - 1)} ({interval}), p={p:.2g}"
     bound = f"{min_effect:.1%} minimum effect"
 
     more: int | None = None

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.analysis.compare import VERDICTS, Comparison
+from benchmark.analysis.compare import Comparison
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 from raw_samples import compare  # noqa: E402
@@ -23,7 +23,6 @@ def test_ten_percent_slower_with_50_samples_each_is_slower_with_ci_excluding_one
     rng = np.random.default_rng(1)
     c = compare(lognormal(rng, 50), lognormal(rng, 50, shift=0.10))
     assert c.verdict == "slower"
-    assert c.regressed and not c.improved
     assert c.ci_low > 1.0 and c.ci_high > c.ci_low
     assert c.ci_low <= c.ratio <= c.ci_high
     assert c.ratio == pytest.approx(1.10, abs=0.02)
@@ -39,8 +38,8 @@ def test_faster_and_direction_of_higher_is_better():
     assert compare(base, cand).verdict == "faster"
     # a throughput that drops by 10% got slower
     t = compare(base, cand, higher_is_better=True)
-    assert t.verdict == "slower" and t.regressed
-    assert compare(cand, base, higher_is_better=True).improved
+    assert t.verdict == "slower"
+    assert compare(cand, base, higher_is_better=True).verdict == "faster"
 
 
 @pytest.mark.parametrize("n", [10, 30, 100])
@@ -92,11 +91,9 @@ def test_edge_cases():
     assert zero.verdict == "inconclusive"
 
 
-def test_deterministic_and_serialisable():
+def test_deterministic():
     rng = np.random.default_rng(5)
     b, c = lognormal(rng, 30), lognormal(rng, 30, shift=0.04)
     one, two = compare(b, c, seed=7), compare(b, c, seed=7)
     assert one == two
-    d = one.to_dict()
-    assert d["verdict"] in VERDICTS and set(d) >= {"regressed", "improved", "ci_low", "ci_high", "p_value"}
     assert isinstance(one, Comparison)

@@ -161,4 +161,5 @@ def test_in_process_measurement_is_a_typed_record_that_fills_a_result(benchmark)
     found.fill(result)
     assert result.samples == found.samples and result.iterations == found.iterations
     assert result.throughput_unit == "samples/s" and result.warmup_rounds == 1
-    assert result.extra["prepare_s"] == 0.1 and result.extra["warmup_iterations"] >= 2
+    assert result.prepare_s == 0.1 and result.timing["warmup_iterations"] >= 2 and result.extra == {}
+    assert list(result.to_dict()["extra"])[:3] == ["prepare_s", "warmup_iterations", "estimate_s"]

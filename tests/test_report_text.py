@@ -9,6 +9,7 @@ from benchmark.gate.judge import Decision
 from benchmark.model import Evidence, Verdict
 from benchmark.report import markdown, text
 from benchmark.report.run_rows import Row
+from benchmark.units import format_percent
 
 
 def _decision(**kw) -> Decision:
@@ -34,7 +35,7 @@ def test_the_markdown_report_writes_the_effect_as_the_gate_does():
     row = Row(case_id="a", name="a", place="cpu", mode="dynamic", config_hash="h", verdict="slower",
               ratio=1.2013, ci_low=1.18, ci_high=1.2231)  # fmt: skip
     assert markdown.effect(row) == text.effect(0.2013, 0.18, 0.2231) == "+20.1% (+18.0% .. +22.3%)"
-    assert markdown.pct(math.nan) == text.pct(None) == "-"
+    assert markdown.pct(math.nan) == format_percent(None) == "-"
 
 
 def test_environment_changes_are_grouped_oldest_first_with_five_series_named():

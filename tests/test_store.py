@@ -413,8 +413,9 @@ def test_the_write_api_takes_typed_records_only(store, machine, make_result):
 
 
 def test_known_extra_keys_are_fields_and_stored_where_they_were(store, machine, make_result):
-    """`torch`, `traceback` and `compare` are CaseResult fields; the stored and exported JSON keeps
-    them inside `extra`, in the order the result was read with (an old history keeps its bytes)."""
+    """`torch`, `traceback`, `compare`, `prepare_s`, the timing plan and the callgrind record are
+    CaseResult fields; the stored and exported JSON keeps them inside `extra`, in the order the
+    result was read with (an old history keeps its bytes)."""
     fresh = make_result("op.a", extra={"prepare_s": 0.5})
     fresh.torch, fresh.compare = {"status": "ok", "median": 1e-3}, {"side": "A", "verdict": "same"}
     assert list(fresh.to_dict()["extra"]) == ["prepare_s", "torch", "compare"]
@@ -422,13 +423,32 @@ def test_known_extra_keys_are_fields_and_stored_where_they_were(store, machine, 
     # A result whose extra has them elsewhere (an older writer) is written back in that order.
     old = make_result("op.b", samples=[], status="error", message="boom",
                       extra={"traceback": "Traceback ...", "prepare_s": 0.1, "op": "paddle.abs"})  # fmt: skip
-    assert old.traceback == "Traceback ..." and old.extra == {"prepare_s": 0.1, "op": "paddle.abs"}
+    assert old.traceback == "Traceback ..." and old.prepare_s == 0.1 and old.extra == {"op": "paddle.abs"}
     assert list(old.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]
     run_id = new_run(store, machine)
     store.add_results(run_id, [fresh, old])
     a, b = store.results(run_id)
     assert a.torch == fresh.torch and a.compare == fresh.compare and a.traceback is None
-    assert a.extra == {"prepare_s": 0.5}
+    assert a.extra == {} and a.prepare_s == 0.5
     assert b.traceback == "Traceback ..." and b.to_dict()["extra"] == old.to_dict()["extra"]
     if store.engine.dialect.name == "sqlite":  # PostgreSQL's JSONB keeps no key order of its own
         assert list(b.to_dict()["extra"]) == ["traceback", "prepare_s", "op"]
+
+
+def test_timing_plan_and_callgrind_record_are_fields_and_written_back_flat(make_result):
+    """A time result's timing plan and an instruction count's record are read out of `extra` into
+    `timing` and `callgrind` and written back as the same flat keys, in the same order."""
+    timed = {"prepare_s": 0.2, "warmup_iterations": 3, "estimate_s": 1e-3, "warmup_s": 0.1,
+             "timed_s": 0.5, "processes": 2, "op": "paddle.abs"}  # fmt: skip
+    r = make_result("op.a", extra=dict(timed))
+    assert (r.prepare_s, r.timing["processes"], r.callgrind, r.extra) == (0.2, 2, None, {"op": "paddle.abs"})
+    assert r.to_dict()["extra"] == timed and list(r.to_dict()["extra"]) == list(timed)
+    counted = {"tool": "callgrind", "event": "Ir", "warmup_iterations": 2, "worker_pid": 7, "note": 1}
+    c = make_result("op.a", extra=dict(counted), metric="instructions", unit="instructions")
+    assert c.callgrind == {k: v for k, v in counted.items() if k != "note"} and c.timing is None
+    assert list(c.to_dict()["extra"]) == list(counted) and c.extra == {"note": 1}
+    # A result measured now writes prepare_s, the timing plan, then the other keys.
+    fresh = make_result("op.a")
+    fresh.extra["op"] = "paddle.abs"
+    fresh.timing, fresh.prepare_s = {"warmup_iterations": 3, "processes": 2}, 0.1
+    assert list(fresh.to_dict()["extra"]) == ["prepare_s", "warmup_iterations", "processes", "op"]

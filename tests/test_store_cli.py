@@ -238,7 +238,7 @@ def test_import_a_real_pytest_benchmark_file(db_url, tmp_path, capsys):
         assert stored.stats.median == pytest.approx(bench["stats"]["median"])
         assert stored.iterations == bench["stats"]["iterations"]
     sorted_case = results[next(b["fullname"] for b in produced["benchmarks"] if b["name"] == "test_sorted")]
-    assert sorted_case.extra["pytest_benchmark"]["extra_info"] == {"note": "measured"}
+    assert sorted_case.pytest_benchmark["extra_info"] == {"note": "measured"}
     assert run_cli("history", "test_sum", "--db", db_url) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1 + 2
 

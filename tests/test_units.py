@@ -51,6 +51,16 @@ def test_format_percent():
     assert units.format_percent(math.nan) == "-"
 
 
+def test_format_ratio_change():
+    """A ratio as a change in percent; from 2x on as a factor; missing when not finite."""
+    assert units.format_ratio_change(1.048) == "+4.8%"
+    assert units.format_ratio_change(0.5) == "-50.0%"
+    assert units.format_ratio_change(1.999) == "+99.9%"
+    assert units.format_ratio_change(2.0) == "x2.0"
+    assert units.format_ratio_change(12345.6) == "x12,345.6"
+    assert [units.format_ratio_change(x) for x in (math.inf, math.nan, None)] == ["-"] * 3
+
+
 def test_project_root_is_the_nearest_pyproject_or_git(tmp_path):
     (tmp_path / "pyproject.toml").write_text("")
     inner = tmp_path / "a" / "b"

@@ -17,7 +17,7 @@ one that would shrink the half-width facing the straddled boundary to the distan
 point estimate and that boundary: an estimate, assuming the point estimate stays where it is.
 
 "slower" always means worse: for a higher-is-better metric (throughput) a lower candidate is
-slower. ``regressed`` and ``improved`` say the same in neutral words.
+slower.
 
 Processes as the unit (:func:`compare_processes`)
 -------------------------------------------------
@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sps
 
-VERDICTS = ("slower", "faster", "same", "inconclusive")
+from benchmark.units import format_percent
 
 
 @dataclass(frozen=True)
@@ -70,30 +70,12 @@ class Comparison:
     """samples (raw samples, eval/raw_samples.py), processes (Welch on per-process values),
     history_noise (run values against the history's between-run noise) or none (nothing tested)."""
 
-    @property
-    def regressed(self) -> bool:
-        return self.verdict == "slower"
-
-    @property
-    def improved(self) -> bool:
-        return self.verdict == "faster"
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["regressed"] = self.regressed
-        d["improved"] = self.improved
-        return d
-
 
 def _clean(samples: Sequence[float], name: str) -> np.ndarray:
     x = np.asarray(samples, dtype=float).ravel()
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} samples must be finite numbers")
     return x
-
-
-def _pct(r: float) -> str:
-    return f"{(r - 1.0) * 100:+.1f}%"
 
 
 def _side_variance(x: np.ndarray, spread: tuple[float, float] | None) -> tuple[float, float]:
@@ -191,7 +173,8 @@ def compare_processes(
     bad = sign * est
     bad_lo, bad_hi = sorted((sign * math.log(lo), sign * math.log(hi)))
     d = math.log1p(min_effect)
-    effect = f"{_pct(ratio)} ({confidence:.0%} CI {_pct(lo)}..{_pct(hi)}), p={p:.2g} one-sided; {basis}"
+    change, low, high = (format_percent(x - 1) for x in (ratio, lo, hi))
+    effect = f"{change} ({confidence:.0%} CI {low}..{high}), p={p:.2g} one-sided; {basis}"
     bound = f"{min_effect:.1%} minimum effect"
     more: int | None = None
     if bad > d and p <= alpha:

@@ -14,9 +14,8 @@ from rich.live import Live
 from rich.table import Table
 
 from benchmark.compare.job import Job, step_line
-from benchmark.compare.output import pct
 from benchmark.report.comparison import interval_level
-from benchmark.units import MISSING
+from benchmark.units import MISSING, format_ratio_change
 
 LINE_EVERY_S = 15.0
 FIRST_LINES = 2  # steps that always get their line (the job has started, and how fast it goes)
@@ -38,11 +37,15 @@ def estimates_table(job: Job) -> Table:
     for s in sorted(job.states, key=lambda s: (not s.open, s.case.id)):
         d = s.decision
         ok = d is not None and math.isfinite(d.ci_low)
-        interval = f"[{pct(d.ci_low)}, {pct(d.ci_high)}]" if ok and d is not None else MISSING
+        interval = (
+            f"[{format_ratio_change(d.ci_low)}, {format_ratio_change(d.ci_high)}]"
+            if ok and d is not None
+            else MISSING
+        )
         table.add_row(
             f"{s.case.id}",
             s.error and "error" or s.skipped and "skipped" or s.verdict,
-            pct(d.ratio) if d is not None else MISSING,
+            format_ratio_change(d.ratio) if d is not None else MISSING,
             interval,
             str(len(s.pairs)),
         )

@@ -17,18 +17,10 @@ from benchmark.model import CaseResult
 from benchmark.records import Stats
 from benchmark.report.comparison import inconclusive_words
 from benchmark.results import summarize_processes
-from benchmark.units import MISSING, format_percent
+from benchmark.units import format_ratio_change
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.model import CaseResult
-
-
-def pct(x: float) -> str:
-    """A ratio as a change in percent (+4.8%, `benchmark.units.format_percent`); from 2x on as a
-    factor (x12.5)."""
-    if not math.isfinite(x):
-        return MISSING
-    return f"x{x:,.1f}" if x >= 2 else format_percent(x - 1)
 
 
 def case_line(s: CaseState) -> str:
@@ -43,8 +35,9 @@ def case_line(s: CaseState) -> str:
     if d is None or not math.isfinite(d.ci_low):
         n = len(s.pairs)
         return f"{head}  {n} pair(s): too few for an interval (at least {seq.MIN_PAIRS})"
+    change, low, high = (format_ratio_change(x) for x in (d.ratio, d.ci_low, d.ci_high))
     text = (
-        f"{head}  B/A {d.ratio:.3f} ({pct(d.ratio)}), interval [{pct(d.ci_low)}, {pct(d.ci_high)}], "
+        f"{head}  B/A {d.ratio:.3f} ({change}), interval [{low}, {high}], "
         f"{len(s.pairs)} pairs, min effect {d.min_effect:.0%}"
     )
     if d.verdict == seq.INCONCLUSIVE:

@@ -81,16 +81,14 @@ class CaseTrials:
         r.peak_memory_bytes = max(peaks) if peaks else None
         faults = [rec.page_faults_per_iter for rec in records]
         r.page_faults_per_iter = sum(faults) / len(faults)
-        r.extra.update(
-            {
-                "prepare_s": first.prepare_s,
-                "warmup_iterations": first.warmup_iterations,
-                "estimate_s": first.estimate_s,
-                "warmup_s": sum(rec.warmup_s for rec in records),
-                "timed_s": sum(rec.timed_s for rec in records),
-                "processes": len(records),
-            }
-        )
+        r.prepare_s = first.prepare_s
+        r.timing = {
+            "warmup_iterations": first.warmup_iterations,
+            "estimate_s": first.estimate_s,
+            "warmup_s": sum(rec.warmup_s for rec in records),
+            "timed_s": sum(rec.timed_s for rec in records),
+            "processes": len(records),
+        }
         r.extra.update(first.info)
         # Within-process stability: each process's samples scaled to the run value, so that the
         # level differences between processes (reported as between_cv) do not count twice.

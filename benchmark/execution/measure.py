@@ -221,7 +221,7 @@ class Measurement:
     """What one in-process measurement (`measure`) found: raw samples (host seconds per iteration,
     one per round) and their summary, the warmup and iteration counts, device samples (seconds per
     iteration from device events, where the device timed it), minor page faults per iteration, peak
-    device memory, stability warnings, throughput of model cases, and the timing plan in `extra`."""
+    device memory, stability warnings, throughput of model cases, and the timing plan."""
 
     samples: list[float]
     iterations: int
@@ -231,13 +231,13 @@ class Measurement:
     page_faults_per_iter: float
     peak_memory_bytes: int | None
     warnings: list[str]
-    extra: dict[str, Any]
+    timing: dict[str, Any]  # the timing plan (CaseResult.timing)
     throughput: float | None = None
     throughput_unit: str | None = None
     batch_size: int | None = None
 
     def fill(self, result: CaseResult) -> None:
-        """Set the measured fields of `result` (its `extra` gains the timing plan)."""
+        """Set the measured fields of `result`, the timing plan included."""
         result.samples = self.samples
         result.iterations = self.iterations
         result.warmup_rounds = self.warmup_rounds
@@ -246,7 +246,7 @@ class Measurement:
         result.page_faults_per_iter = self.page_faults_per_iter
         result.peak_memory_bytes = self.peak_memory_bytes
         result.warnings = self.warnings
-        result.extra.update(self.extra)
+        result.timing = {**(result.timing or {}), **self.timing}
         if self.throughput is not None:
             result.throughput = self.throughput
             result.throughput_unit = self.throughput_unit
@@ -283,7 +283,7 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> Measu
         page_faults_per_iter=per_iter,
         peak_memory_bytes=prepared.peak_memory() if prepared.peak_memory else None,
         warnings=stability_warnings(samples, min_rounds=min(10, settings.min_rounds)),
-        extra={
+        timing={
             "warmup_iterations": n_warm,
             "estimate_s": estimate,
             "round_time": settings.round_time,

@@ -397,24 +397,22 @@ def fill_result(result: CaseResult, record: CountRecord, tooling: Tooling | None
     result.iterations = iterations
     result.warmup_rounds = 1
     result.stats = Stats.from_dict(summarize(samples))
-    result.extra.update(
-        {
-            "tool": "callgrind",
-            "event": "Ir",
-            "valgrind": tooling.version if tooling else None,
-            "address_randomization": None if tooling is None else ("off" if tooling.setarch else "on"),
-            "empty_chunk": record.empty,
-            "probe": record.probe,
-            "other_threads_instructions": record.other_threads,
-            "chunks": record.chunks,
-            "warmup_iterations": record.warmup,
-            "heap_layout": record.heap_layout,
-            "instrumented_s": _seconds(record.instrumented_ns),
-            "case_s": _seconds(record.case_ns),
-            "case_cpu_s": _seconds(record.case_cpu_ns),
-            "worker_pid": record.pid,
-        }
-    )
+    result.callgrind = {
+        "tool": "callgrind",
+        "event": "Ir",
+        "valgrind": tooling.version if tooling else None,
+        "address_randomization": None if tooling is None else ("off" if tooling.setarch else "on"),
+        "empty_chunk": record.empty,
+        "probe": record.probe,
+        "other_threads_instructions": record.other_threads,
+        "chunks": record.chunks,
+        "warmup_iterations": record.warmup,
+        "heap_layout": record.heap_layout,
+        "instrumented_s": _seconds(record.instrumented_ns),
+        "case_s": _seconds(record.case_ns),
+        "case_cpu_s": _seconds(record.case_cpu_ns),
+        "worker_pid": record.pid,
+    }
     return result
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from benchmark.analysis import sequential as seq
 from benchmark.report.plots import ab_chart, plain_text, save
 from benchmark.report.run_rows import Row
-from benchmark.units import MISSING, format_seconds
+from benchmark.units import MISSING, format_ratio_change, format_seconds
 
 VERDICT_MARK = {
     seq.SLOWER: "🔴 slower",
@@ -20,13 +20,6 @@ VERDICT_MARK = {
     "skipped": "skipped",
 }
 ORDER = {seq.SLOWER: 0, seq.ERROR: 1, seq.FASTER: 2, seq.INCONCLUSIVE: 3, seq.SAME: 4, "skipped": 5}
-
-
-def _pct(x: float) -> str:
-    """A ratio as a change in percent (+4.8%); from 2x on as a factor (x12.5)."""
-    if not math.isfinite(x):
-        return MISSING
-    return f"x{x:,.1f}" if x >= 2 else f"{x - 1:+.1%}"
 
 
 def _cell(text: str) -> str:
@@ -89,7 +82,7 @@ def markdown(job) -> str:
         values = {k: [e.value for e in s.entries[k] if e.status == "ok"] for k in ("A", "B")}
         med = {k: _median(v) for k, v in values.items()}
         ok = d is not None and math.isfinite(d.ci_low)
-        interval = f"[{_pct(d.ci_low)}, {_pct(d.ci_high)}]" if ok else MISSING
+        interval = f"[{format_ratio_change(d.ci_low)}, {format_ratio_change(d.ci_high)}]" if ok else MISSING
         note = ""
         if s.error or s.skipped:
             note = f" ({_cell(s.error or s.skipped)[:200]})"
@@ -104,7 +97,7 @@ def markdown(job) -> str:
                 mode=s.case.mode,
                 a=format_seconds(med["A"]),
                 b=format_seconds(med["B"]),
-                r=_pct(d.ratio) if d is not None else MISSING,
+                r=format_ratio_change(d.ratio) if d is not None else MISSING,
                 i=interval,
                 n=len(s.pairs),
             )

@@ -14,9 +14,8 @@ from typing import Any
 
 from benchmark.model import Series
 from benchmark.report.run_rows import NOT_IN_RUN, SeriesAnalysis
-from benchmark.report.text import pct
 from benchmark.text import safe_text
-from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale
+from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_percent, format_value, time_scale
 
 STATUS_COLORS = {
     "regression": "#c62828",
@@ -89,8 +88,9 @@ def units_for(series: Series) -> Units:
 
 
 def fmt_change(change: float | None) -> str:
-    """A relative change as ``+4.8%`` (benchmark.report.text, as the gate and the Markdown write it)."""
-    return pct(change)
+    """A relative change as ``+4.8%`` (`benchmark.units.format_percent`, as the gate and the Markdown
+    write it)."""
+    return format_percent(change)
 
 
 def fmt_p(p: float) -> str:

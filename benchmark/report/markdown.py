@@ -23,7 +23,7 @@ from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.run_rows import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
 from benchmark.text import safe_text
-from benchmark.units import format_value
+from benchmark.units import format_percent, format_value
 
 MAX_TABLE_ROWS = 100
 INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
@@ -55,8 +55,8 @@ def code(value: Any) -> str:
 
 
 def pct(ratio: float) -> str:
-    """A ratio new/baseline as a change: ``+4.8%`` (benchmark.report.text)."""
-    return words.pct(ratio - 1)
+    """A ratio new/baseline as a change: ``+4.8%`` (`benchmark.units.format_percent`)."""
+    return format_percent(ratio - 1)
 
 
 def effect(row: Row) -> str:

@@ -18,16 +18,11 @@ T = TypeVar("T")
 MAX_NAMED = 5  # series named per environment change; the rest are counted
 
 
-def pct(change: float | None) -> str:
-    """A relative change (new/baseline - 1) as ``+4.8%``; ``-`` when missing."""
-    return format_percent(change)
-
-
 def effect(change: float | None, low: float | None = None, high: float | None = None) -> str:
     """A relative change with its interval when there is one: ``+4.8% (+2.1% .. +7.6%)``."""
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return pct(change)
-    return f"{pct(change)} ({pct(low)} .. {pct(high)})"
+        return format_percent(change)
+    return f"{format_percent(change)} ({format_percent(low)} .. {format_percent(high)})"
 
 
 def series_label(item: Any) -> str:
