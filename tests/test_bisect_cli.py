@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +99,119 @@ def test_a_range_with_no_step_exits_0_after_its_two_ends(tmp_path):
     (case,) = doc["cases"].values()
     assert case["status"] == "no-step" and doc["measured_order"] == [0, 2]
     assert abs(case["values"]["2"] / case["values"]["0"] - 1) < 0.01
+
+
+# A build command of the --repo test: it writes a wheel whose .pth imports the hook module the
+# commit holds (empty, or EXTRA_OP_HOOK from the slow commit on); a commit with a file `broken`
+# fails to build.
+BUILD_WHEEL = """import base64, hashlib, os, pathlib, sys, zipfile
+if pathlib.Path("broken").exists():
+    sys.exit("this commit does not build")
+files = {
+    "paddle_patch_hook.py": pathlib.Path("hook.py").read_text(),
+    "paddle_patch_hook.pth": "import paddle_patch_hook\\n",
+    "paddle_patch_hook-1.0.dist-info/METADATA": "Metadata-Version: 2.1\\nName: paddle-patch-hook\\nVersion: 1.0\\n",
+    "paddle_patch_hook-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = "".join(
+    f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},{len(text.encode())}\\n"
+    for name, text in files.items()
+) + "paddle_patch_hook-1.0.dist-info/RECORD,,\\n"
+out = pathlib.Path(os.environ["OUT"]) / "paddle_patch_hook-1.0-py3-none-any.whl"
+with zipfile.ZipFile(out, "w") as z:
+    for name, text in {**files, "paddle_patch_hook-1.0.dist-info/RECORD": record}.items():
+        z.writestr(name, text)
+print("built", os.environ["COMMIT"])
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_path):
+    """--repo: each commit built once by the command into a wheel, installed over this interpreter's
+    packages (--base); the commit that brings the hook is named, a commit that fails to build is
+    skipped with one line, and a second bisection builds nothing again."""
+    config = tmp_path / "bis.yaml"
+    config.write_text(CONFIG)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    (repo / "build_wheel.py").write_text(BUILD_WHEEL)
+    k, n = 4, 6
+    commits = []
+    for i in range(n):
+        (repo / "hook.py").write_text(EXTRA_OP_HOOK if i >= k else "")
+        broken = repo / "broken"
+        if i == 1:
+            broken.write_text("")
+        elif broken.exists():
+            broken.unlink()
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = tmp_path / "b.json"
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "benchmark.cli", "bisect", str(config), "--repo", str(repo),
+             "--good", commits[0], "--bad", commits[-1], "--build", f"{sys.executable} build_wheel.py",
+             "--base", sys.executable, "--json", str(out), "--no-store"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env, check=False,
+        )  # fmt: skip
+
+    proc = run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    (case,) = doc["cases"].values()
+    assert case["status"] == "step" and (case["last_good"], case["first_bad"]) == (k - 1, k)
+    assert doc["builds"] == [c[:12] for c in commits]
+    assert len(doc["measured_order"]) <= math.ceil(math.log2(n)) + 3
+    builds = proc.stderr.count("bisect: building ")
+    assert builds == len(doc["measured_order"]), proc.stderr  # each commit tried built once
+    if 1 in doc["measured_order"]:
+        assert case["skipped"] == [1] and "the build command failed with exit 1" in proc.stderr
+    # again: every wheel and environment comes from the cache (the failed build is tried again)
+    proc = run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    assert proc.stderr.count("bisect: building ") == (1 if 1 in doc["measured_order"] else 0)
+
+
+def test_ctrl_c_keeps_what_was_counted_and_says_the_interval_left(tmp_path):
+    """SIGINT during the search: exit 130, every build counted so far is stored, and the output
+    names the interval still to search."""
+    config = tmp_path / "bis.yaml"
+    config.write_text(CONFIG)
+    pythons = builds(tmp_path, [i >= 3 for i in range(5)])
+    db = tmp_path / "h.sqlite"
+    out = tmp_path / "b.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmark.cli", "bisect", str(config), "--db", f"sqlite:///{db}",
+         "--json", str(out), *(a for p in pythons for a in ("--python", p))],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    seen = []
+    for line in proc.stderr:  # the two ends are counted, then the first midpoint starts
+        seen.append(line)
+        if line.startswith("bisect: counting") and sum(s.startswith("bisect: counting") for s in seen) == 3:
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stdout + "".join(seen) + stderr
+    assert "interrupted" in stdout and "left" in stdout, stdout
+    doc = json.loads(out.read_text())
+    (case,) = doc["cases"].values()
+    assert case["status"] == "interrupted" and sorted(case["values"]) == ["0", "4"]
+    from benchmark.store import open_store
+
+    store = open_store(f"sqlite:///{db}", create=False, readonly=True)
+    try:
+        assert len(store.group_runs(doc["run_group"])) == 2  # the two ends, stored as they were counted
+    finally:
+        store.close()

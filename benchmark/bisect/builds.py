@@ -1,6 +1,6 @@
-"""The builds of a bisection over released versions (`benchmark bisect --package NAME --good V1 --bad
-V2`): the versions in between, read from the package index, and one Python environment per version,
-made once and kept in a cache.
+"""The builds of a bisection, each a Python environment made once and kept in a cache: released
+versions of a package (`benchmark bisect --package NAME --good V1 --bad V2`), or commits of a
+repository built by the user's command (`--repo DIR --good SHA --bad SHA --build CMD`).
 
 * :func:`index_versions`: the released versions from `good` to `bad` (inclusive) that have a wheel
   this interpreter can install and are not yanked, oldest first, from the index's JSON simple API
@@ -12,6 +12,9 @@ made once and kept in a cache.
   where it is installed (it fills an environment from its own cache in seconds), else with venv and
   pip. A version whose environment cannot be made raises :class:`BuildError` with one line; a
   half-made environment is removed, so the next attempt starts clean.
+* :func:`repo_commits`, :class:`WheelCache` and :class:`CommitEnvs`: the commits from `good` to `bad`
+  on the first-parent line; each built once by the command into a wheel (cached per commit); and
+  an environment holding that wheel, optionally layered over a base interpreter's packages.
 """
 
 from __future__ import annotations
@@ -157,13 +160,183 @@ class EnvCache:
                     *self.needs,
                 ],
             ]
-        for cmd in steps:
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                raise BuildError(f"{requirement}: {Path(cmd[0]).name} failed: {e}") from None
+        _run(steps, requirement)
+
+
+# ---- commits of a repository, built by the user's command ----------------------------------
+
+BUILD_TIMEOUT_S = 4 * 3600  # a Paddle wheel takes about an hour on a big machine
+
+
+def repo_commits(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits from `good` to `bad` (inclusive) on the first-parent line, oldest first, as full
+    hashes. Raises BuildError when `repo` is not a git repository or `good` is not an ancestor of
+    `bad`."""
+
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip() or f"exit {proc.returncode}").splitlines()[-1]
+            raise BuildError(f"git {' '.join(args)} in {repo}: {last}")
+        return proc.stdout.strip()
+
+    low, high = (
+        git("rev-parse", "--verify", f"{good}^{{commit}}"),
+        git("rev-parse", "--verify", f"{bad}^{{commit}}"),
+    )
+    if subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", low, high]).returncode != 0:
+        raise BuildError(f"--good {good} is not an ancestor of --bad {bad} in {repo}")
+    between = git("rev-list", "--first-parent", "--reverse", f"{low}..{high}").split()
+    return [low, *between]
+
+
+class WheelCache:
+    """One built wheel per commit of a repository: `wheels_for(commit)` runs the build command once
+    per commit, in a clean worktree of that commit, with ``$COMMIT`` (the full hash) and ``$OUT`` (an
+    empty directory it writes the wheel to) in its environment, and keeps the wheels under
+    ``~/.cache/paddle-benchmark/wheels/`` keyed by the repository, the command and the commit. A
+    failed build raises BuildError with one line (its log is kept beside the cache), and is tried
+    again only by a later bisection."""
+
+    def __init__(self, repo: Path, command: str, *, root: Path | None = None,
+                 say: Callable[[str], None] = lambda line: None, timeout_s: float = BUILD_TIMEOUT_S) -> None:  # fmt: skip
+        self.repo, self.command, self.say, self.timeout_s = Path(repo).resolve(), command, say, timeout_s
+        key = hashlib.sha256(f"{self.repo}\0{command}".encode()).hexdigest()[:12]
+        self.root = (root or cache_root().parent / "wheels") / key
+        self.seconds: dict[str, float] = {}  # commit -> seconds its build took (0: cached)
+
+    def full(self, ref: str) -> str:
+        """The full hash of `ref` (a short hash, as the bisection labels commits)."""
+        proc = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        if proc.returncode != 0:
+            raise BuildError(f"{ref}: not a commit of {self.repo}")
+        return proc.stdout.strip()
+
+    def wheels_for(self, ref: str) -> list[Path]:
+        commit = self.full(ref)
+        done = self.root / commit
+        if (done / READY).exists():
+            self.seconds[commit] = 0.0
+            return sorted(done.glob("*.whl"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile_dir(self.root, f".{commit[:12]}-"))
+        tree, out, log = work / "tree", work / "out", self.root / f"{commit}.log"
+        out.mkdir()
+        start = time.monotonic()
+        self.say(f"bisect: building {commit[:12]} ({self.command})")
+        try:
+            add = subprocess.run(["git", "-C", str(self.repo), "worktree", "add", "--detach", str(tree), commit],
+                                 capture_output=True, text=True, check=False)  # fmt: skip
+            if add.returncode != 0:
+                raise BuildError(
+                    f"{commit[:12]}: cannot check it out ({add.stderr.strip().splitlines()[-1:]})"
+                )
+            env = {**os.environ, "COMMIT": commit, "OUT": str(out)}
+            with open(log, "w", encoding="utf-8") as f:
+                try:
+                    proc = subprocess.run(["bash", "-c", self.command], cwd=tree, env=env, stdout=f,
+                                          stderr=subprocess.STDOUT, timeout=self.timeout_s, check=False)  # fmt: skip
+                except subprocess.TimeoutExpired:
+                    raise BuildError(
+                        f"{commit[:12]}: the build ran over {self.timeout_s:.0f} s (log: {log})"
+                    ) from None
             if proc.returncode != 0:
-                last = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()[
-                    -1
-                ]
-                raise BuildError(f"{requirement}: cannot be installed ({last.strip()})")
+                raise BuildError(
+                    f"{commit[:12]}: the build command failed with exit {proc.returncode} (log: {log})"
+                )
+            wheels = sorted(out.glob("*.whl"))
+            if not wheels:
+                raise BuildError(f"{commit[:12]}: the build command wrote no wheel to $OUT (log: {log})")
+            shutil.rmtree(done, ignore_errors=True)
+            out.rename(done)
+            (done / READY).write_text(json.dumps({"commit": commit, "command": self.command}))
+        finally:
+            subprocess.run(["git", "-C", str(self.repo), "worktree", "remove", "--force", str(tree)],
+                           capture_output=True, check=False)  # fmt: skip
+            shutil.rmtree(work, ignore_errors=True)
+        self.seconds[commit] = time.monotonic() - start
+        return sorted(done.glob("*.whl"))
+
+
+def tempfile_dir(parent: Path, prefix: str) -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=prefix, dir=parent)
+
+
+class CommitEnvs:
+    """One environment per commit, holding the commit's wheels (`WheelCache`): with `base` (an
+    interpreter), a venv layered over that interpreter's packages (its site directories added by a
+    .pth file, the wheels installed without their dependencies, so a commit's wheel shadows the
+    base's copy of the package); without it, the wheels with their dependencies and what the
+    harness's worker imports, from the index. Kept under ``~/.cache/paddle-benchmark/envs/``."""
+
+    def __init__(self, wheels: WheelCache, *, base: str | None = None, root: Path | None = None,
+                 say: Callable[[str], None] = lambda line: None, installer: str = "auto") -> None:  # fmt: skip
+        self.wheels, self.base, self.say = wheels, base, say
+        self.root = root or cache_root()
+        self.uv = shutil.which("uv") if installer in ("auto", "uv") else None
+        self.seconds: dict[str, float] = {}
+
+    def path(self, commit: str) -> Path:
+        py = f"py{sys.version_info.major}{sys.version_info.minor}"
+        base = "-base-" + hashlib.sha256(str(self.base).encode()).hexdigest()[:8] if self.base else ""
+        return self.root / f"commit-{self.wheels.root.name}-{commit[:16]}-{py}{base}"
+
+    def python_for(self, ref: str) -> str:
+        commit = self.wheels.full(ref)
+        env = self.path(commit)
+        python = env / "bin" / "python"
+        if (env / READY).exists() and python.exists():
+            self.seconds[commit] = 0.0
+            return str(python)
+        wheels = self.wheels.wheels_for(commit)  # BuildError: the build is skipped
+        shutil.rmtree(env, ignore_errors=True)
+        env.parent.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        try:
+            self._make(env, [str(w) for w in wheels], commit)
+        except BuildError:
+            shutil.rmtree(env, ignore_errors=True)
+            raise
+        (env / READY).write_text(json.dumps({"commit": commit, "wheels": [w.name for w in wheels]}))
+        self.seconds[commit] = time.monotonic() - start
+        return str(python)
+
+    def _make(self, env: Path, wheels: list[str], commit: str) -> None:
+        base = self.base or sys.executable
+        python = str(env / "bin" / "python")
+        venv = (
+            [self.uv, "venv", "--quiet", "--python", base, str(env)]
+            if self.uv
+            else [base, "-m", "venv", str(env)]
+        )
+        _run([venv], f"{commit[:12]}'s environment")
+        if self.base:
+            code = "import site, sys; print('\\n'.join(d for d in site.getsitepackages() if d))"
+            dirs = subprocess.run(
+                [self.base, "-c", code], capture_output=True, text=True, check=False
+            ).stdout.split()
+            purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                     capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+            Path(purelib, "_bisect_base.pth").write_text(
+                "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
+            )
+            extra = ["--no-deps", *wheels]
+        else:
+            extra = [*wheels, *WORKER_NEEDS]
+        install = ([self.uv, "pip", "install", "--quiet", "--python", python, *extra] if self.uv
+                   else [python, "-m", "pip", "install", "--quiet", *extra])  # fmt: skip
+        _run([install], f"{commit[:12]}'s wheels")
+
+
+def _run(steps: list[list[str]], what: str) -> None:
+    for cmd in steps:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise BuildError(f"{what}: {Path(cmd[0]).name} failed: {e}") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()[-1]
+            raise BuildError(f"{what}: cannot be installed ({last.strip()})")

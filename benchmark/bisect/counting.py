@@ -29,10 +29,12 @@ def count_build(
     say: Callable[[str], None] = lambda line: None,
     results: dict[str, CaseResult] | None = None,
     sides: dict[str, Side] | None = None,
+    jobs: int = 1,
 ) -> dict[str, float | None] | None:
     """Each case's instructions per iteration (the median of its samples; None: not counted) on
-    the build `python`; None when the build cannot be used (said in one line). `results` gets
-    each case's CaseResult, `sides["side"]` the build's checked interpreter."""
+    the build `python`, counted in up to `jobs` workers at once; None when the build cannot be
+    used (said in one line). `results` gets each case's CaseResult, `sides["side"]` the build's
+    checked interpreter."""
 
     try:
         side = check_side(label, python, root)
@@ -42,7 +44,7 @@ def count_build(
     if sides is not None:
         sides["side"] = side
     say(f"bisect: counting {len(cases)} case(s) on {side.describe()}")
-    counter = InstructionPass(tooling, python=side.python, environ=side.env)
+    counter = InstructionPass(tooling, python=side.python, environ=side.env, jobs=min(jobs, len(cases)))
     values: dict[str, float | None] = {}
     try:
         futures = counter.start(list(cases))

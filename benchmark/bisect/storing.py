@@ -9,6 +9,7 @@ build is stored as soon as it is counted: an interrupted bisection keeps what it
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ class BisectStore:
             {**machine, "fingerprint": f"{fp}{FINGERPRINT_SUFFIX}"}
         )
         self.run_ids: list[int] = []
+        self._lock = threading.Lock()  # builds confirmed at once are stored one at a time
 
     def add_build(self, label: str, python: str, side: Side | None, results: Sequence[CaseResult]) -> int:
         """Store one counted build as a complete run of the group; returns its run id."""
@@ -43,10 +45,11 @@ class BisectStore:
         version = framework.get("paddle_version", "?")
         note = f"bisect build {label}: {python}, paddle {version}"
         run.update(run_group=self.group, expected_results=len(results), note=note)
-        run_id = self.store.begin_run(self.machine, environment.RunDescription.of(run))
-        self.store.add_results(run_id, list(results))
-        self.store.finish_run(run_id, "complete", note=note)
-        self.run_ids.append(run_id)
+        with self._lock:
+            run_id = self.store.begin_run(self.machine, environment.RunDescription.of(run))
+            self.store.add_results(run_id, list(results))
+            self.store.finish_run(run_id, "complete", note=note)
+            self.run_ids.append(run_id)
         return run_id
 
     def close(self) -> None:

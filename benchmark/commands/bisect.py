@@ -2,7 +2,8 @@
 first build's by at least the case's minimum effect; exit 0 no step, 1 a step, 2 an error.
 
 The builds are released versions of a package from an index (`--package NAME --good V1 --bad V2`,
-`benchmark.bisect.builds`) or interpreters the user already has (`--python P`, repeated, oldest
+`benchmark.bisect.builds`), commits of a repository built by the user's command (`--repo DIR --good
+SHA --bad SHA --build CMD`), or interpreters the user already has (`--python P`, repeated, oldest
 first). The search is `benchmark.bisect.search`; a build is counted by `benchmark.bisect.counting`;
 every build counted is stored as a run of the run group `bisect-<time>` (`benchmark.bisect.storing`).
 """
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from benchmark.commands._common import add_case_selection, command
 
 if TYPE_CHECKING:
-    from benchmark.bisect.builds import EnvCache
+    from benchmark.bisect.builds import CommitEnvs, EnvCache
 
 
 def register(sub) -> None:
@@ -29,8 +30,9 @@ def register(sub) -> None:
         "exit 0 no step, 1 a step, 2 an error",
         description="Bisect an ordered range of builds for each selected case: the released versions "
         "of a package between --good and --bad (each in an environment made once and cached under "
-        "~/.cache/paddle-benchmark/envs), or interpreters of environments you have (--python, oldest "
-        "first). The two ends are counted first, then the midpoints; a build that cannot be made or "
+        "~/.cache/paddle-benchmark/envs), the commits of a repository between --good and --bad, each "
+        "built once by your --build command into a wheel (cached under ~/.cache/paddle-benchmark/wheels), "
+        "or interpreters of environments you have (--python, oldest first). The two ends are counted first, then the midpoints; a build that cannot be made or "
         "used is skipped with one line; the step found is confirmed by counting its two builds again. "
         "The harness's code comes from this checkout; every build counted is stored in the history as "
         "a run of the group bisect-<time>, never a baseline of the suite.",
@@ -38,10 +40,26 @@ def register(sub) -> None:
     builds = p.add_argument_group("builds (one of)")
     builds.add_argument("--package", default=None, metavar="NAME",
                         help="bisect the released versions of this package (e.g. paddlepaddle)")  # fmt: skip
+    builds.add_argument("--repo", default=None, metavar="DIR",
+                        help="bisect the commits of this git repository (first-parent line), built by --build")  # fmt: skip
+    builds.add_argument("--build", default=None, metavar="CMD",
+                        help="with --repo: a shell command that builds a wheel of $COMMIT into the directory "
+                        "$OUT; it runs in a clean worktree of that commit, once per commit")  # fmt: skip
+    builds.add_argument("--base", default=None, metavar="PYTHON",
+                        help="with --repo: install each commit's wheels without dependencies over this "
+                        "interpreter's packages (default: with their dependencies, from the index)")  # fmt: skip
     builds.add_argument(
-        "--good", default=None, metavar="VERSION", help="with --package: the good (older) end"
+        "--good",
+        default=None,
+        metavar="REF",
+        help="with --package: the good (older) version; with --repo: commit",
     )
-    builds.add_argument("--bad", default=None, metavar="VERSION", help="with --package: the bad (newer) end")
+    builds.add_argument(
+        "--bad",
+        default=None,
+        metavar="REF",
+        help="with --package: the bad (newer) version; with --repo: commit",
+    )
     builds.add_argument("--index-url", default=None, metavar="URL",
                         help="with --package: the package index (default PyPI; Paddle's own index for GPU "
                         "builds)")  # fmt: skip
@@ -58,6 +76,9 @@ def register(sub) -> None:
         default="instructions",
         help="instructions per iteration under callgrind (default; 'time' is not implemented yet)",
     )
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="callgrind workers counting at once (default: one per CPU, at most 4): the cases "
+                   "of a build, or the builds of a confirmation")  # fmt: skip
     p.add_argument("--markdown", default=None, metavar="FILE", help="write the result as Markdown")
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON")
     p.add_argument("--plot", default=None, metavar="FILE",
@@ -68,15 +89,32 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | None]:
-    """(build labels, cache) from --package (the cache makes each build's interpreter on first use)
-    or the interpreters given (cache None; the labels are the interpreters)."""
+def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | CommitEnvs | None]:
+    """(build labels, cache) from --package or --repo (the cache makes each build's interpreter on
+    first use) or the interpreters given (cache None; the labels are the interpreters)."""
     from benchmark.bisect.builds import DEFAULT_INDEX, BuildError, EnvCache, index_versions
     from benchmark.compare.sides import CompareError
 
     pythons = [*args.python, *args.pythons]
-    if args.package and pythons:
-        raise CompareError("--package and --python: give one kind of builds")
+    kinds = [
+        k for k, given in (("--package", args.package), ("--repo", args.repo), ("--python", pythons)) if given
+    ]
+    if len(kinds) > 1:
+        raise CompareError(f"{' and '.join(kinds)}: give one kind of builds")
+    if (args.build or args.base) and not args.repo:
+        raise CompareError("--build and --base go with --repo")
+    if args.repo:
+        from benchmark.bisect.builds import CommitEnvs, WheelCache, repo_commits
+
+        if not (args.good and args.bad and args.build):
+            raise CompareError("--repo needs --good COMMIT, --bad COMMIT and --build CMD")
+        try:
+            commits = repo_commits(Path(args.repo), args.good, args.bad)
+        except BuildError as e:
+            raise CompareError(str(e)) from None
+        say(f"bisect: {len(commits)} commits of {args.repo} from {args.good} to {args.bad}")
+        wheels = WheelCache(Path(args.repo), args.build, say=say)
+        return [c[:12] for c in commits], CommitEnvs(wheels, base=args.base, say=say)
     if args.package:
         if not (args.good and args.bad):
             raise CompareError("--package needs --good VERSION and --bad VERSION")
@@ -90,7 +128,7 @@ def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | None]:
         )
         return versions, EnvCache(args.package, index_url=index, say=say)
     if args.good or args.bad or args.index_url:
-        raise CompareError("--good, --bad and --index-url go with --package")
+        raise CompareError("--good and --bad go with --package or --repo, --index-url with --package")
     if len(pythons) < 2:
         raise CompareError(
             f"a bisection needs at least two builds (--package, or --python twice), got {len(pythons)}"
@@ -109,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.compare.run import Request, select_cases
     from benchmark.compare.sides import CompareError
     from benchmark.instructions import callgrind as instructions
+    from benchmark.instructions.counting_pass import default_jobs
     from benchmark.paths import CHECKOUT_DIR, db_url
 
     def say(line: str) -> None:
@@ -125,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         tooling = instructions.find_tooling()
     except instructions.InstructionsUnavailable as e:
         raise CompareError(str(e)) from None
+    jobs = max(1, args.jobs or default_jobs())
     settings = gate_settings(args.gates)
     thresholds = {}
     for c in cases:
@@ -134,8 +174,9 @@ def run(args: argparse.Namespace) -> int:
     stored = BisectStore(db_url(args.db), group, root=CHECKOUT_DIR) if args.store else None
     say(f"bisect: {len(cases)} case(s) over {len(builds)} builds, instruction counts under callgrind")
 
-    def count(i: int, only: set[str] | None = None):
-        """Count build i (every case, or the cases `only`); store it; None when it is skipped."""
+    def count(i: int, only: set[str] | None = None, jobs: int = jobs):
+        """Count build i (every case, or the cases `only`) in up to `jobs` workers; store it; None
+        when it is skipped."""
         try:
             python = cache.python_for(builds[i]) if cache is not None else builds[i]
         except BuildError as e:
@@ -145,14 +186,14 @@ def run(args: argparse.Namespace) -> int:
         sides: dict = {}
         chosen = [c for c in cases if only is None or c.id in only]
         values = count_build(builds[i], python, chosen, root=CHECKOUT_DIR, tooling=tooling, say=say,
-                             results=results, sides=sides)  # fmt: skip
+                             results=results, sides=sides, jobs=jobs)  # fmt: skip
         if stored is not None and values is not None:
             stored.add_build(builds[i], python, sides.get("side"), list(results.values()))
         return values
 
     try:
         results, order = search_cases(len(builds), count, thresholds)
-        confirmed = _confirm(results, count, thresholds, say) if not output.interrupted(results) else {}
+        confirmed = _confirm(results, count, thresholds, say, jobs) if not output.interrupted(results) else {}
     finally:
         if stored is not None:
             stored.close()
@@ -180,10 +221,13 @@ def run(args: argparse.Namespace) -> int:
     return output.exit_code(results)
 
 
-def _confirm(results, count, thresholds, say) -> dict[str, bool]:
+def _confirm(results, count, thresholds, say, jobs: int = 1) -> dict[str, bool]:
     """Count the two builds of each step found once more, side by side: a case's step is confirmed
     when the new counts still put the last good build under its threshold and the first bad one at
-    or over it (both against the case's first build, as the search judged them)."""
+    or over it (both against the case's first build, as the search judged them). Up to `jobs`
+    builds are counted at once (each in one worker: a confirmation counts few cases per build)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from benchmark.bisect.search import STEP
 
     wanted: dict[int, set[str]] = {}  # build -> the cases whose step it is an end of
@@ -191,10 +235,11 @@ def _confirm(results, count, thresholds, say) -> dict[str, bool]:
         if r.status == STEP and r.good is not None and r.bad is not None:
             for i in (r.good, r.bad):
                 wanted.setdefault(i, set()).add(case_id)
-    again: dict[int, dict] = {}
     for i, only in sorted(wanted.items()):
         say(f"bisect: confirming: counting build {i} again ({len(only)} case(s))")
-        again[i] = count(i, only) or {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {i: pool.submit(count, i, only, 1) for i, only in sorted(wanted.items())}
+        again = {i: f.result() or {} for i, f in futures.items()}
     out = {}
     for case_id, r in results.items():
         if r.status != STEP:
