@@ -17,7 +17,7 @@ from benchmark.legacy.values import (
 )
 
 _REF = re.compile(
-    r"^(?:attr:(?P<attr>[A-Za-z_]\w*)|(?P<input>[A-Za-z_]\w*)\.(?P<dim>-?\d+|min|[A-Za-z_]\w*))"
+    r"^(?:attr:(?P<attr>[A-Za-z_]\w*)|(?P<input>[A-Za-z_]\w*)\.(?P<dim>-?\d+|min|count|[A-Za-z_]\w*))"
     r"(?P<div>//\d+)?(?P<offset>[+-]\d+)?$"
 )
 GENERIC_NAMESPACES = ("paddle.nn.functional", "paddle", "paddle.linalg", "paddle.vision.ops")
@@ -266,8 +266,10 @@ def _ref_value(ref: Any, inputs, attrs, sigs) -> float | int:
     source = inputs.get(m["input"])
     if source is None:
         raise NotConvertible(f"input {m['input']!r} is missing", T.PARAM)
-    shape, dim = source["shape"], m["dim"]
     div = int(m["div"][2:]) if m["div"] else 1
+    if m["dim"] == "count" and "tensors" in source:  # a tensor list's length
+        return len(source["tensors"]) // div + offset
+    shape, dim = source["shape"], m["dim"]
     if dim == "min":
         return min(shape) // div + offset
     dim = int(dim) if re.match(r"^-?\d+$", dim) else attrs.get(dim, _attr_default(sigs, dim, 0))

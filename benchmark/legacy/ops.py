@@ -31,7 +31,8 @@ legacy parameter names taken as the function's own. An entry may say:
 ``ranges``
     value range of integer inputs that index something: ``{input: {"low": v, "high": v}}`` where a
     value is a number, ``"<input>.<dim>"`` (a dimension of another input; ``<dim>`` may name an
-    attribute holding the axis), ``"<input>.min"`` (its smallest dimension), or ``"attr:<name>"``,
+    attribute holding the axis), ``"<input>.min"`` (its smallest dimension), ``"<input>.count"`` (the
+    number of tensors of a tensor list), or ``"attr:<name>"``,
     optionally followed by ``//N`` (divided) and ``+N`` or ``-N``.
 ``values``
     ``{input: values}``: values beyond a range (`benchmark.config.schema.TensorSpec.values`):
@@ -422,6 +423,10 @@ OPS: dict[str, dict[str, Any]] = {
         "api": "paddle.slice_scatter",
         "adjust": "set_value",
         "note": "set_value is the kernel of slice assignment; paddle.slice_scatter is its function",
+    },
+    "multiplex": {
+        "ranges": {"index": {"low": 0, "high": "inputs.count"}},
+        "note": "index picks one of the inputs per row: drawn in [0, number of inputs)",
     },
     # ---- control flow: the legacy test built a static program with branches ---------------------
     "cond": {
