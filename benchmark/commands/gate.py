@@ -21,6 +21,7 @@ from benchmark.report.text import (
     event_lines,
     format_decision,
     format_decision_brief,
+    regime_line,
     revert_lines,
     skipped_lines,
 )
@@ -136,6 +137,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     others = [d for d in decisions if not d.failing and d.verdict not in ("improvement", "skipped")]
     counts = {v: sum(d.verdict == v for d in decisions) for v in dict.fromkeys(d.verdict for d in decisions)}
     out = [f"{label} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))]
+    regimes = regime_line(decisions)
+    out += [regimes] if regimes else []
     out += [f"INCOMPLETE   {line}" for line in problems]  # only with --allow-incomplete
     out += [f"note: {note}" for note in notes]
     out += [f"notice: {judgement.notice}"] if judgement.notice else []

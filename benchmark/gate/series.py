@@ -114,6 +114,127 @@ def earlier_runs(base: Series | None, s: GateSettings, batch) -> tuple[list, lis
     return runs, values, samples, procs
 
 
+# A young series' level: at most this many of its earlier runs (as the history detector's level).
+YOUNG_LEVEL_RUNS = 10
+
+
+# From this many runs in its level a young series is judged on run values against their
+# between-run spread (the machine's drift between runs shows there); below it on process values.
+YOUNG_RUN_VALUES = 3
+
+
+def _young_ab(decision: Decision, level: list[int], values, samples, procs, new_runs: list[tuple], s: GateSettings,
+              label: str) -> Decision:  # fmt: skip
+    """A young series' new run(s) (`new_runs`: (raw samples, process values) each) against its
+    level. With YOUNG_RUN_VALUES level runs or more: run values against the level's run values and
+    their between-run noise (one new run is one value: the drift between runs is its noise, not
+    the spread inside it); with fewer, the processes of the level's runs against the new ones."""
+    level_values = [values[i] for i in level]
+    noise = between_run_noise(level_values)
+    if len(level) >= YOUNG_RUN_VALUES and noise is not None:
+        new_values = [run_value(p, x) for x, p in new_runs]
+        base, new = np.asarray(level_values), np.asarray([v for v in new_values if v is not None])
+        return judge_ab(decision, base, new, s, label, noise, None)
+    base = np.concatenate([ab_side(procs[i], samples[i]) for i in level])
+    new = np.concatenate([ab_side(p, x) for x, p in new_runs])
+    return judge_ab(
+        decision, base, new, s, label, noise, pooled_process_spread([procs[i] for i in level[:-1]])
+    )
+
+
+def young_replay(values, samples, procs, s: GateSettings) -> tuple[list[int], int | None]:
+    """(the level the next run is judged against, the run where a regression still standing was
+    raised) of a young series, replayed run by run as the gate judged each: a run joins the level
+    unless it was a regression, or it continues one (still at least the minimum effect worse than
+    the level before it); an improvement starts a new level. So a regression raised on a young
+    series stays against the level before it, run after run, until it comes back or the series
+    is old enough for the history detector."""
+    level: list[int] = [0] if values else []
+    standing: int | None = None
+    for t in range(1, len(values)):
+        blank = Decision(
+            case_id="", name="", place="", mode="", metric=s.metric, verdict=Verdict.INCONCLUSIVE
+        )
+        d = _young_ab(
+            blank, level[-YOUNG_LEVEL_RUNS:], values, samples, procs, [(samples[t], procs[t])], s, ""
+        )
+        worse = d.verdict == Verdict.REGRESSION or (
+            standing is not None and math.isfinite(d.effect) and _worse_by(d.effect, s) >= s.min_effect
+        )
+        if worse:
+            standing = t if standing is None else standing
+            continue
+        standing = None
+        level = [t] if d.verdict == Verdict.IMPROVEMENT else [*level, t]
+    return level[-YOUNG_LEVEL_RUNS:], standing
+
+
+def _worse_by(effect: float, s: GateSettings) -> float:
+    """How much worse a relative change is (negative: better), for a metric where lower or higher
+    is better."""
+    return -effect if s.higher_is_better else effect
+
+
+def judge_young(decision: Decision, runs, values, samples, procs, new, new_procs, s: GateSettings,
+                run_id: int | None = None) -> Decision:  # fmt: skip
+    """A series with fewer runs than the history detector needs: the new run against the series'
+    level (its earlier runs since the last change, `young_replay`). A regression raised on an
+    earlier run keeps failing while the new run stays at least the minimum effect worse than the
+    level before it, tested with every run since it was raised (as the history detector's standing
+    changes are)."""
+    level, standing = young_replay(values, samples, procs, s)
+    decision.baseline_run_id = runs[level[-1]]
+    if len(values) == 1:
+        label = f"run {runs[-1]} (A/B: only 1 earlier run(s), the history gate needs {MIN_RUNS - 1})"
+    else:
+        span = f"run {runs[level[0]]}" if len(level) == 1 else f"runs {runs[level[0]]}..{runs[level[-1]]}"
+        label = (
+            f"{span}, the level of a young series ({len(values)} earlier runs; "
+            f"the history gate needs {MIN_RUNS - 1})"
+        )
+    decision = _young_ab(decision, level, values, samples, procs, [(new, new_procs)], s, label)
+    if standing is None:
+        return decision
+    raised = runs[standing]
+    if not (math.isfinite(decision.effect) and _worse_by(decision.effect, s) >= s.min_effect):
+        decision.reverted_at_run = run_id
+        decision.revert = f"the regression raised at run {raised} came back"
+        decision.evidence += f"; {decision.revert}"
+        return decision
+    since = [(samples[i], procs[i]) for i in range(standing, len(values))]
+    noise = between_run_noise([values[i] for i in level])
+    if len(level) >= YOUNG_RUN_VALUES and noise is not None:
+        # the runs since the regression against the level before it, under the level's between-run
+        # noise (as the history detector's standing changes are tested: benchmark.analysis.standing)
+        later = np.log([v for v in (run_value(p, x) for x, p in [*since, (new, new_procs)]) if v is not None])
+        before = np.log([values[i] for i in level])
+        sigma, df = noise
+        est = float(np.mean(later) - np.mean(before))
+        se = sigma * math.sqrt(1.0 / later.size + 1.0 / before.size)
+        sign = -1.0 if s.higher_is_better else 1.0
+        decision.p_value = float(sps.t.sf(sign * est / se, df)) if se > 0 else 0.0
+        half = float(sps.t.isf(s.alpha, df)) * se
+        decision.effect = math.expm1(est)
+        decision.ci_low, decision.ci_high = math.expm1(est - half), math.expm1(est + half)
+        decision.evidence_kind = Evidence.AB_HISTORY_NOISE
+        decision.evidence = (
+            f"{later.size} run(s) since against {before.size} of the level, its between-run noise "
+            f"({sigma:.1%}, {df:.0f} df): p={decision.p_value:.2g}"
+        )
+        decision.reason = (
+            f"worse: {decision.effect:+.1%} since run {raised}, p={decision.p_value:.2g} one-sided"
+        )
+    else:
+        decision = _young_ab(decision, level, values, samples, procs, [*since, (new, new_procs)], s, label)
+    decision.verdict = Verdict.REGRESSION
+    decision.change_run_id = raised
+    decision.evidence = (
+        f"young series: the regression raised at run {raised} still holds ({len(since) + 1} run(s) at "
+        f"{decision.effect:+.1%} against the level before it); {decision.evidence}"
+    )
+    return decision
+
+
 def judge_history(
     decision: Decision,
     base: Series | None,
@@ -128,19 +249,7 @@ def judge_history(
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
         return decision
     if len(values) + 1 < MIN_RUNS:
-        label = (
-            f"run {runs[-1]} (A/B: only {len(values)} earlier run(s), the history gate needs {MIN_RUNS - 1})"
-        )
-        decision.baseline_run_id = runs[-1]
-        return judge_ab(
-            decision,
-            ab_side(procs[-1], samples[-1]),
-            ab_side(new_procs, new),
-            s,
-            label,
-            between_run_noise(values),
-            pooled_process_spread(procs[:-1]),
-        )
+        return judge_young(decision, runs, values, samples, procs, new, new_procs, s, result.run_id)
     values = [*values, decision.value][-(s.history_runs + 1) :]
     samples = [*samples, new][-(s.history_runs + 1) :]
     noise = [process_noise(p) for p in [*procs, new_procs]][-(s.history_runs + 1) :]

@@ -60,6 +60,32 @@ def format_decision_brief(d: Any) -> list[str]:
     return ["  ".join(p for p in _head_and_effect(d) if p), f"{'':<13}{against}"]
 
 
+def regime(d: Any) -> str | None:
+    """Which rule judged a decision, in words: the history detector, a young series' level, an
+    A/B against a run, the instruction level; None when nothing was judged."""
+    kind = str(getattr(d, "evidence_kind", "") or "")
+    baseline = str(getattr(d, "baseline", "") or "")
+    if kind == "history":
+        return "the history detector"
+    if kind == "deterministic":
+        return "the instruction level"
+    if "young series" in baseline or "only 1 earlier run" in baseline:
+        return "a young series' level"
+    if kind in ("ab_processes", "ab_history_noise"):
+        return "an A/B against a run"
+    return None
+
+
+def regime_line(decisions: Iterable[Any]) -> str | None:
+    """``judged by: the history detector 30, a young series' level 4`` (None when nothing was)."""
+    counts: dict[str, int] = {}
+    for d in decisions:
+        r = regime(d)
+        if r is not None:
+            counts[r] = counts.get(r, 0) + 1
+    return "judged by: " + ", ".join(f"{r} {n}" for r, n in counts.items()) if counts else None
+
+
 def skipped_lines(decisions: Iterable[Any]) -> list[str]:
     """Skipped decisions collapsed, one line per reason: ``SKIPPED      6 series: place gpu: ...``."""
     by_reason: dict[str, int] = {}
