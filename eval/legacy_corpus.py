@@ -11,8 +11,9 @@ snapshot of PaddlePaddle/benchmark, kept outside this repository). For every con
    iteration without error, and every case that names a reference passed its accuracy check
    (a config whose cases name no reference counts when it runs; both figures are printed).
 
-Configs whose inputs are float16 are GPU-only (the legacy harness disabled float16 on CPU) and
-count as not run here, as do cases whose inputs exceed ``--max-run-bytes`` (this 2-core machine is
+Configs whose inputs are float16 are GPU-only (the legacy harness disabled float16 on CPU), as are
+ops whose kernel paddle registers for GPU only (fused RoPE, sync batch norm); they count as not run
+here, as do cases whose inputs exceed ``--max-run-bytes`` (this 2-core machine is
 shared). Cases run in a child process, so a crash of the framework is recorded against the case
 that caused it and the run goes on. A measurement script, not a test: the figures depend on the
 corpus snapshot, the paddle build and the allowlist.
@@ -179,14 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         if any(n in invalid_names or n not in by_name for n in r.cases):
             outcome[key] = "converted, not valid"
             continue
+        # each case's forward on CPU, in dynamic mode (or its one mode: a static program)
         cpu = [
             c
             for n in r.cases
             for c in by_name[n]
-            if c.place == "cpu" and c.mode == "dynamic" and not c.spec.backward
+            if c.place == "cpu"
+            and not c.spec.backward
+            and c.mode == ("dynamic" if any(o.mode == "dynamic" for o in by_name[n]) else by_name[n][0].mode)
         ]
         if not cpu:
-            outcome[key] = "valid; not run on CPU: float16 (GPU only)"
+            outcome[key] = "valid; not run on CPU: GPU only (float16, or a GPU-only kernel)"
             continue
         if any(tensor_bytes(c.spec.inputs) > args.max_run_bytes for c in cpu):
             outcome[key] = f"valid; not run on CPU: inputs over {args.max_run_bytes / 1024**3:g} GiB"

@@ -72,7 +72,7 @@ def test_bisect_names_the_build_that_added_work_with_log2_builds_measured(tmp_pa
     assert "| `bis_abs-cpu-dynamic` | step |" in md.read_text()
     assert case["skipped"] == [2] and "skipping build" in proc.stderr and "no such interpreter" in proc.stderr
     # the step holds when its two builds are counted again
-    assert doc["confirmed"] == {"bis_abs-cpu-dynamic": True} and "confirmed by counting both" in proc.stdout
+    assert doc["confirmed"] == {"bis_abs-cpu-dynamic": True} and "confirmed by measuring both" in proc.stdout
     assert plot.stat().st_size > 1000
     # every count is stored as a run of one bisect group, in series of its own, never the suite's latest
     from benchmark.store import open_store
@@ -215,3 +215,22 @@ def test_ctrl_c_keeps_what_was_counted_and_says_the_interval_left(tmp_path):
         assert len(store.group_runs(doc["run_group"])) == 2  # the two ends, stored as they were counted
     finally:
         store.close()
+
+
+def test_metric_time_names_the_build_that_made_a_case_slower(tmp_path):
+    """--metric time: each build visited is timed against the first with the paired sequential test;
+    the hook's extra op makes paddle.abs on 100x100 far slower than the minimum effect."""
+    config = tmp_path / "bis.yaml"
+    config.write_text(CONFIG)
+    k, n = 2, 4
+    pythons = builds(tmp_path, [i >= k for i in range(n)])
+    out = tmp_path / "b.json"
+    proc = bisect(str(config), "--metric", "time", "--quick", "--budget-min", "2", "--json", str(out),
+                  "--no-store", *(a for p in pythons for a in ("--python", p)), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    (case,) = doc["cases"].values()
+    assert doc["metric"] == "time" and case["status"] == "step"
+    assert (case["last_good"], case["first_bad"]) == (k - 1, k)
+    assert case["values"]["0"] == 1.0 and case["values"][str(k)] > 1.05
+    assert "timing 1 case(s) on build" in proc.stderr and "x1.000" in proc.stdout

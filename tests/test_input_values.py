@@ -123,3 +123,26 @@ def test_bad_values_are_refused_with_their_field(tmp_path, inputs, expected):
     assert not loaded.cases
     lines = [str(i) for i in loaded.issues]
     assert len(lines) == 1 and expected in lines[0] and "inputs." in lines[0], lines
+
+
+def test_the_timed_step_reads_no_signature(loaded, monkeypatch):
+    """Whether a tensor list is the op's *varargs is decided once, when the case is prepared: the
+    timed step of an op case calls the op and nothing that introspects it (which would add its own
+    instructions and time to every iteration)."""
+    import inspect
+
+    for key in (("seg", "dynamic"), ("ein-bwd", "dynamic")):
+        prepared = runners.prepare(loaded[key])
+        calls = []
+        original = inspect.signature
+        monkeypatch.setattr(
+            inspect,
+            "signature",
+            lambda *a, calls=calls, original=original, **k: calls.append(a) or original(*a, **k),
+        )
+        try:
+            prepared.step()
+        finally:
+            monkeypatch.setattr(inspect, "signature", original)
+            prepared.close()
+        assert calls == [], key

@@ -16,11 +16,13 @@ def interrupted(results: Mapping[str, SearchResult]) -> bool:
     return any(r.status == INTERRUPTED for r in results.values())
 
 
-def table(case_id: str, r: SearchResult, builds: Sequence[str], confirmed: bool | None = None) -> list[str]:
-    """A case's lines: its verdict, then every build measured or skipped with its value, and whether
-    the step held when its two builds were counted again (`confirmed`; None: not checked)."""
-    again = "" if confirmed is None else ("; confirmed by counting both builds again" if confirmed
-                                          else "; NOT confirmed when both builds were counted again")  # fmt: skip
+def table(case_id: str, r: SearchResult, builds: Sequence[str], confirmed: bool | None = None,
+          metric: str = "instructions") -> list[str]:  # fmt: skip
+    """A case's lines: its verdict, then every build measured or skipped with its value (an
+    instruction count, or with `metric` "time" the B/A ratio against the first build), and whether
+    the step held when its two builds were measured again (`confirmed`; None: not checked)."""
+    again = "" if confirmed is None else ("; confirmed by measuring both builds again" if confirmed
+                                          else "; NOT confirmed when both builds were measured again")  # fmt: skip
     lines = [f"{verdict(r):<12} {case_id}: {r.message} (threshold {r.threshold:.2%}){again}"]
     base = r.baseline
     for i in range(r.n):
@@ -28,9 +30,11 @@ def table(case_id: str, r: SearchResult, builds: Sequence[str], confirmed: bool 
             v = r.values[i]
             mark = "  last good" if i == r.good else "  first bad" if i == r.bad else ""
             rel = f"{v / base - 1:+.2%}" if base else ""
-            lines.append(f"  build {i:>3} {builds[i]}  {v:,.0f}  {rel}{mark}")
+            value = f"x{v:.3f}" if metric == "time" else f"{v:,.0f}"
+            lines.append(f"  build {i:>3} {builds[i]}  {value}  {rel}{mark}")
         elif i in r.skipped:
-            lines.append(f"  build {i:>3} {builds[i]}  skipped")
+            why = "skipped (not made, or inconclusive within the budget)" if metric == "time" else "skipped"
+            lines.append(f"  build {i:>3} {builds[i]}  {why}")
     for c in r.changes():
         lines.append(
             f"  change {c.direction} between build {c.before} and build {c.after}: {c.ratio - 1:+.2%}"

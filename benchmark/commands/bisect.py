@@ -33,7 +33,7 @@ def register(sub) -> None:
         "~/.cache/paddle-benchmark/envs), the commits of a repository between --good and --bad, each "
         "built once by your --build command into a wheel (cached under ~/.cache/paddle-benchmark/wheels), "
         "or interpreters of environments you have (--python, oldest first). The two ends are counted first, then the midpoints; a build that cannot be made or "
-        "used is skipped with one line; the step found is confirmed by counting its two builds again. "
+        "used is skipped with one line; the step found is confirmed by measuring its two builds again. "
         "The harness's code comes from this checkout; every build counted is stored in the history as "
         "a run of the group bisect-<time>, never a baseline of the suite.",
     )
@@ -74,8 +74,14 @@ def register(sub) -> None:
         "--metric",
         choices=["instructions", "time"],
         default="instructions",
-        help="instructions per iteration under callgrind (default; 'time' is not implemented yet)",
+        help="instructions per iteration under callgrind (default, CPU cases), or time: each build "
+        "visited against the first with the paired sequential test of `benchmark compare`",
     )
+    p.add_argument("--budget-min", type=float, default=None, metavar="MIN",
+                   help="with --metric time: the budget of each build's comparison in minutes (default: "
+                   "benchmark compare's); a case still inconclusive then is treated as skipped on that build")  # fmt: skip
+    p.add_argument("--quick", action="store_true",
+                   help="with --metric time: the quick measurement settings of benchmark compare --quick")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="callgrind workers counting at once (default: one per CPU, at most 4): the cases "
                    "of a build, or the builds of a confirmation")  # fmt: skip
@@ -143,9 +149,11 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.bisect.counting import count_build
     from benchmark.bisect.search import search_cases
     from benchmark.bisect.storing import BisectStore
+    from benchmark.bisect.timing import time_build
     from benchmark.compare.counts import gate_settings
-    from benchmark.compare.run import Request, select_cases
-    from benchmark.compare.sides import CompareError
+    from benchmark.compare.job import DEFAULT_BUDGET_MIN
+    from benchmark.compare.run import Request, min_effects, select_cases
+    from benchmark.compare.sides import CompareError, check_side
     from benchmark.instructions import callgrind as instructions
     from benchmark.instructions.counting_pass import default_jobs
     from benchmark.paths import CHECKOUT_DIR, db_url
@@ -153,30 +161,51 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    if args.metric != "instructions":
-        raise CompareError("--metric time: not implemented yet; use --metric instructions")
+    timed = args.metric == "time"
+    if args.budget_min is not None and not (timed and args.budget_min > 0):
+        raise CompareError("--budget-min goes with --metric time and is a positive number of minutes")
+    if args.quick and not timed:
+        raise CompareError("--quick goes with --metric time (instruction counts have one setting)")
     builds, cache = _builds(args, say)
-    req = Request(a="", b="", configs=args.configs, keyword=args.keyword, tags=args.tags, place=args.place)
-    cases = [c for c in select_cases(req) if instructions.eligible(c)]
+    req = Request(a="", b="", configs=args.configs, keyword=args.keyword, tags=args.tags, place=args.place,
+                  gates=args.gates)  # fmt: skip
+    cases = select_cases(req) if timed else [c for c in select_cases(req) if instructions.eligible(c)]
     if not cases:
         raise CompareError("no CPU case matches the selection: instruction counts need a CPU case")
-    try:
-        tooling = instructions.find_tooling()
-    except instructions.InstructionsUnavailable as e:
-        raise CompareError(str(e)) from None
+    tooling = None
+    if not timed:
+        try:
+            tooling = instructions.find_tooling()
+        except instructions.InstructionsUnavailable as e:
+            raise CompareError(str(e)) from None
     jobs = max(1, args.jobs or default_jobs())
-    settings = gate_settings(args.gates)
     thresholds = {}
-    for c in cases:
-        min_effect, noise_floor = settings(c)
-        thresholds[c.id] = min_effect + noise_floor
+    if timed:
+        min_effect = min_effects(req)
+        thresholds = {c.id: min_effect(c) for c in cases}
+    else:
+        settings = gate_settings(args.gates)
+        for c in cases:
+            effect, noise_floor = settings(c)
+            thresholds[c.id] = effect + noise_floor
     group = "bisect-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     stored = BisectStore(db_url(args.db), group, root=CHECKOUT_DIR) if args.store else None
-    say(f"bisect: {len(cases)} case(s) over {len(builds)} builds, instruction counts under callgrind")
+    what = (
+        "time against the first build (paired sequential test)"
+        if timed
+        else "instruction counts under callgrind"
+    )
+    say(f"bisect: {len(cases)} case(s) over {len(builds)} builds, {what}")
+    checked: dict[int, object] = {}  # build -> its checked side (--metric time)
+
+    def side_of(i: int, python: str):
+        if i not in checked:
+            checked[i] = check_side(builds[i], python, CHECKOUT_DIR)
+        return checked[i]
 
     def count(i: int, only: set[str] | None = None, jobs: int = jobs):
-        """Count build i (every case, or the cases `only`) in up to `jobs` workers; store it; None
-        when it is skipped."""
+        """Measure build i (every case, or the cases `only`): count it in up to `jobs` workers, or
+        time it against the first build; store it; None when it is skipped."""
         try:
             python = cache.python_for(builds[i]) if cache is not None else builds[i]
         except BuildError as e:
@@ -185,20 +214,41 @@ def run(args: argparse.Namespace) -> int:
         results: dict = {}
         sides: dict = {}
         chosen = [c for c in cases if only is None or c.id in only]
-        values = count_build(builds[i], python, chosen, root=CHECKOUT_DIR, tooling=tooling, say=say,
-                             results=results, sides=sides, jobs=jobs)  # fmt: skip
+        if timed:
+            try:
+                side = side_of(i, python)
+                sides["side"] = side
+                if i == 0:
+                    return {c.id: 1.0 for c in chosen}  # the reference every build is timed against
+                first = side_of(0, cache.python_for(builds[0]) if cache is not None else builds[0])
+            except (CompareError, BuildError) as e:
+                say(f"bisect: skipping build {i} ({builds[i]}): {e}")
+                return None
+            budget = 60 * (args.budget_min if args.budget_min is not None else DEFAULT_BUDGET_MIN)
+            values: dict[str, float | None] | None = time_build(
+                builds[i], chosen, first, side, min_effect=min_effect, budget_s=budget, say=say,
+                results=results, quick=args.quick,
+            )  # fmt: skip
+        else:
+            assert tooling is not None  # found above for instruction counts
+            values = count_build(builds[i], python, chosen, root=CHECKOUT_DIR, tooling=tooling, say=say,
+                                 results=results, sides=sides, jobs=jobs)  # fmt: skip
         if stored is not None and values is not None:
             stored.add_build(builds[i], python, sides.get("side"), list(results.values()))
         return values
 
     try:
         results, order = search_cases(len(builds), count, thresholds)
-        confirmed = _confirm(results, count, thresholds, say, jobs) if not output.interrupted(results) else {}
+        # timed builds are confirmed one after the other (two timing jobs at once would disturb each other)
+        at_once = 1 if timed else jobs
+        confirmed = (
+            _confirm(results, count, thresholds, say, at_once) if not output.interrupted(results) else {}
+        )
     finally:
         if stored is not None:
             stored.close()
     for case_id, r in results.items():
-        print("\n".join(output.table(case_id, r, builds, confirmed.get(case_id))))
+        print("\n".join(output.table(case_id, r, builds, confirmed.get(case_id), args.metric)))
     print(
         f"{len(order)} of {len(builds)} build(s) measured, in the order {', '.join(builds[i] for i in order)}"
     )
@@ -236,7 +286,7 @@ def _confirm(results, count, thresholds, say, jobs: int = 1) -> dict[str, bool]:
             for i in (r.good, r.bad):
                 wanted.setdefault(i, set()).add(case_id)
     for i, only in sorted(wanted.items()):
-        say(f"bisect: confirming: counting build {i} again ({len(only)} case(s))")
+        say(f"bisect: confirming: measuring build {i} again ({len(only)} case(s))")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {i: pool.submit(count, i, only, 1) for i, only in sorted(wanted.items())}
         again = {i: f.result() or {} for i, f in futures.items()}

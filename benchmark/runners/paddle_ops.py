@@ -75,6 +75,19 @@ def as_call(fn, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     return [*args, *kwargs.pop(star.name)], kwargs
 
 
+def _star_list(fn, spec: Spec) -> tuple[list[str], str] | None:
+    """(the parameters before it, the *varargs name) when one of the case's tensor lists is passed
+    as `fn`'s *varargs (see `as_call`); None otherwise."""
+    try:
+        params = list(inspect.signature(getattr(fn, "forward", fn)).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+    if star is None or star.name not in (spec.lists or {}):
+        return None
+    return [p.name for p in params[: params.index(star)]], star.name
+
+
 def resolve_layer(name: str):
     """The layer class `name` names, or ValueError saying why (allowlist section `layer`)."""
     pc.paddle()
@@ -160,10 +173,20 @@ def _eager(fn, spec: Spec, arrays, attrs, grad_names, place, *, jit: bool):
     tensors = [pc.to_tensor(arrays[n], inputs[n].dtype, place, requires_grad=n in grad_names) for n in names]
 
     # One list argument: to_static does not accept *args signatures. A tensor-list input's tensors
-    # reach the op as one list (Spec.grouped).
-    def call(ts):
-        args, kwargs = as_call(fn, {**spec.grouped(dict(zip(names, ts, strict=True))), **attrs})
-        return pc.first_tensor(fn(*args, **kwargs))
+    # reach the op as one list (Spec.grouped), unpacked only where it is the op's *varargs: the
+    # signature is read once here, never in the timed step (it costs instructions per call).
+    plan = _star_list(fn, spec)
+    if plan is not None:
+        before, star = plan
+
+        def call(ts):
+            kwargs = {**spec.grouped(dict(zip(names, ts, strict=True))), **attrs}
+            args = [kwargs.pop(n) for n in before if n in kwargs]
+            return pc.first_tensor(fn(*args, *kwargs.pop(star), **kwargs))
+    else:
+
+        def call(ts):
+            return pc.first_tensor(fn(**spec.grouped(dict(zip(names, ts, strict=True))), **attrs))
 
     target = pd.jit.to_static(call) if jit else call
     grad_ts = [t for n, t in zip(names, tensors, strict=True) if n in grad_names]
