@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -134,7 +133,7 @@ def _git(repo: Path, *args: str) -> str:
 def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_path):
     """--repo: each commit built once by the command into a wheel, installed over this interpreter's
     packages (--base); the commit that brings the hook is named, a commit that fails to build is
-    skipped with one line, and a second bisection builds nothing again."""
+    skipped with one line."""
     config = tmp_path / "bis.yaml"
     config.write_text(CONFIG)
     repo = tmp_path / "repo"
@@ -177,44 +176,7 @@ def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_pa
     assert builds == len(doc["measured_order"]), proc.stderr  # each commit tried built once
     if 1 in doc["measured_order"]:
         assert case["skipped"] == [1] and "the build command failed with exit 1" in proc.stderr
-    # again: every wheel and environment comes from the cache (the failed build is tried again)
-    proc = run()
-    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
-    assert proc.stderr.count("bisect: building ") == (1 if 1 in doc["measured_order"] else 0)
 
-
-def test_ctrl_c_keeps_what_was_counted_and_says_the_interval_left(tmp_path):
-    """SIGINT during the search: exit 130, every build counted so far is stored, and the output
-    names the interval still to search."""
-    config = tmp_path / "bis.yaml"
-    config.write_text(CONFIG)
-    pythons = builds(tmp_path, [i >= 3 for i in range(5)])
-    db = tmp_path / "h.sqlite"
-    out = tmp_path / "b.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmark.cli", "bisect", str(config), "--db", f"sqlite:///{db}",
-         "--json", str(out), *(a for p in pythons for a in ("--python", p))],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    seen = []
-    for line in proc.stderr:  # the two ends are counted, then the first midpoint starts
-        seen.append(line)
-        if line.startswith("bisect: counting") and sum(s.startswith("bisect: counting") for s in seen) == 3:
-            break
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 130, stdout + "".join(seen) + stderr
-    assert "interrupted" in stdout and "left" in stdout, stdout
-    doc = json.loads(out.read_text())
-    (case,) = doc["cases"].values()
-    assert case["status"] == "interrupted" and sorted(case["values"]) == ["0", "4"]
-    from benchmark.store import open_store
-
-    store = open_store(f"sqlite:///{db}", create=False, readonly=True)
-    try:
-        assert len(store.group_runs(doc["run_group"])) == 2  # the two ends, stored as they were counted
-    finally:
-        store.close()
 
 
 def test_metric_time_names_the_build_that_made_a_case_slower(tmp_path):

@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -260,8 +261,6 @@ class WheelCache:
 
 
 def tempfile_dir(parent: Path, prefix: str) -> str:
-    import tempfile
-
     return tempfile.mkdtemp(prefix=prefix, dir=parent)
 
 
