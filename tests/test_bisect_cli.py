@@ -178,7 +178,6 @@ def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_pa
         assert case["skipped"] == [1] and "the build command failed with exit 1" in proc.stderr
 
 
-
 def test_metric_time_names_the_build_that_made_a_case_slower(tmp_path):
     """--metric time: each build visited is timed against the first with the paired sequential test;
     the hook's extra op makes paddle.abs on 100x100 far slower than the minimum effect."""
