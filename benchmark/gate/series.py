@@ -137,6 +137,10 @@ def _young_ab(decision: Decision, level: list[int], values, samples, procs, new_
         return judge_ab(decision, base, new, s, label, noise, None)
     base = np.concatenate([ab_side(procs[i], samples[i]) for i in level])
     new = np.concatenate([ab_side(p, x) for x, p in new_runs])
+    if len(level) == 1:  # one run: as against the previous run, with the noise of every run before
+        earlier = level[0] + 1
+        noise = between_run_noise(values[:earlier])
+        return judge_ab(decision, base, new, s, label, noise, pooled_process_spread(procs[: earlier - 1]))
     return judge_ab(
         decision, base, new, s, label, noise, pooled_process_spread([procs[i] for i in level[:-1]])
     )
