@@ -100,6 +100,30 @@ GLOBAL_DROP = {
 }
 
 F = "paddle.nn.functional"
+
+
+def _xy_branch(op: str) -> list[dict[str, Any]]:
+    """A branch of the legacy control-flow programs: r = paddle.<op>(x, y)."""
+    return [{"op": f"paddle.{op}", "inputs": ["x", "y"], "out": "r"}]
+
+
+# fluid's conv*_transpose layers: their legacy attributes as the paddle.nn layer's constructor
+_CONV_TRANSPOSE_ARGS = {
+    "in_channels": "x.1",
+    "out_channels": "attr:num_filters",
+    "kernel_size": "attr:filter_size",
+    "stride": "attr:stride",
+    "padding": "attr:padding",
+    "dilation": "attr:dilation",
+    "groups": "attr:groups",
+    "data_format": "attr:data_format",
+}
+# roi_align and roi_pool: boxes of the legacy test's size, split evenly over the batch
+_ROI = {
+    "values": {"boxes": {"boxes_in": "x", "side": [50, 51]}, "boxes_num": {"sum_of": "boxes"}},
+    "note": "boxes of 50-51 pixels as the legacy test drew them (here anywhere in the image, there at "
+    "the origin), split evenly over the batch",
+}
 _NONE_OUT = "the legacy 'out' argument (None) is not passed"
 
 OPS: dict[str, dict[str, Any]] = {
@@ -471,11 +495,8 @@ OPS: dict[str, dict[str, Any]] = {
                 {
                     "op": "paddle.static.nn.case",
                     "inputs": ["pred_1", "pred_2"],
-                    "branches": [
-                        [{"op": "paddle.add", "inputs": ["x", "y"], "out": "r"}],
-                        [{"op": "paddle.subtract", "inputs": ["x", "y"], "out": "r"}],
-                    ],
-                    "default": [{"op": "paddle.multiply", "inputs": ["x", "y"], "out": "r"}],
+                    "branches": [_xy_branch("add"), _xy_branch("subtract")],
+                    "default": _xy_branch("multiply"),
                     "out": "result",
                 },
             ],
@@ -496,11 +517,8 @@ OPS: dict[str, dict[str, Any]] = {
                 {
                     "op": "paddle.static.nn.switch_case",
                     "inputs": ["zero"],
-                    "branches": [
-                        [{"op": "paddle.add", "inputs": ["x", "y"], "out": "r"}],
-                        [{"op": "paddle.subtract", "inputs": ["x", "y"], "out": "r"}],
-                    ],
-                    "default": [{"op": "paddle.multiply", "inputs": ["x", "y"], "out": "r"}],
+                    "branches": [_xy_branch("add"), _xy_branch("subtract")],
+                    "default": _xy_branch("multiply"),
                     "out": "result",
                 },
             ],
@@ -512,32 +530,14 @@ OPS: dict[str, dict[str, Any]] = {
     "conv3d_transpose": {
         "layer": "paddle.nn.Conv3DTranspose",
         "rename": {"input": "x"},
-        "args": {
-            "in_channels": "x.1",
-            "out_channels": "attr:num_filters",
-            "kernel_size": "attr:filter_size",
-            "stride": "attr:stride",
-            "padding": "attr:padding",
-            "dilation": "attr:dilation",
-            "groups": "attr:groups",
-            "data_format": "attr:data_format",
-        },
+        "args": _CONV_TRANSPOSE_ARGS,
         "drop_default": {"act": None},
         "note": "fluid's conv3d_transpose layer (it created its weight and bias) as paddle.nn.Conv3DTranspose",
     },
     "depthwise_conv2d_transpose": {
         "layer": "paddle.nn.Conv2DTranspose",
         "rename": {"input": "x"},
-        "args": {
-            "in_channels": "x.1",
-            "out_channels": "attr:num_filters",
-            "kernel_size": "attr:filter_size",
-            "stride": "attr:stride",
-            "padding": "attr:padding",
-            "dilation": "attr:dilation",
-            "groups": "attr:groups",
-            "data_format": "attr:data_format",
-        },
+        "args": _CONV_TRANSPOSE_ARGS,
         "drop_default": {"act": None},
         "note": "fluid's depthwise conv2d_transpose layer (groups = its channels) as paddle.nn.Conv2DTranspose",
     },
@@ -573,16 +573,8 @@ OPS: dict[str, dict[str, Any]] = {
         "values": {"segment_ids": "sorted"},
         "note": "segment ids sorted in [0, rows/20), as the legacy test drew them",
     },
-    "roi_align": {
-        "values": {"boxes": {"boxes_in": "x", "side": [50, 51]}, "boxes_num": {"sum_of": "boxes"}},
-        "note": "boxes of 50-51 pixels as the legacy test drew them (here anywhere in the image, there at "
-        "the origin), split evenly over the batch",
-    },
-    "roi_pool": {
-        "values": {"boxes": {"boxes_in": "x", "side": [50, 51]}, "boxes_num": {"sum_of": "boxes"}},
-        "note": "boxes of 50-51 pixels as the legacy test drew them (here anywhere in the image, there at "
-        "the origin), split evenly over the batch",
-    },
+    "roi_align": _ROI,
+    "roi_pool": _ROI,
     "psroi_pool": {
         "extra_inputs": {"boxes": {"shape": [3, 4]}, "boxes_num": {"shape": ["x.0"], "dtype": "int32"}},
         "values": {"boxes": {"boxes_in": "x"}, "boxes_num": {"sum_of": "boxes"}},

@@ -58,34 +58,34 @@ def binder(name: str, inputs: list[str] | dict[str, str], attrs: dict[str, Any])
     return None
 
 
-def as_call(fn, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """(args, kwargs) to call `fn` with these keyword values: a tensor list named as the function's
-    *varargs (paddle.einsum's *operands) is passed unpacked, with the parameters before it
-    positionally; anything else stays a keyword."""
-    try:  # a layer's own signature is its forward's (Layer.__call__ takes *inputs)
-        params = list(inspect.signature(getattr(fn, "forward", fn)).parameters.values())
-    except (TypeError, ValueError):
-        return [], kwargs
-    star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
-    if star is None or not isinstance(kwargs.get(star.name), (list, tuple)):
-        return [], kwargs
-    kwargs = dict(kwargs)
-    before = [p.name for p in params[: params.index(star)]]
-    args = [kwargs.pop(n) for n in before if n in kwargs]
-    return [*args, *kwargs.pop(star.name)], kwargs
-
-
-def _star_list(fn, spec: Spec) -> tuple[list[str], str] | None:
-    """(the parameters before it, the *varargs name) when one of the case's tensor lists is passed
-    as `fn`'s *varargs (see `as_call`); None otherwise."""
+def _varargs(fn) -> tuple[list[str], str] | None:
+    """(the parameters before it, the name) of `fn`'s *varargs parameter (a layer's: its
+    forward's, as Layer.__call__ takes *inputs); None when it has none or no signature."""
     try:
         params = list(inspect.signature(getattr(fn, "forward", fn)).parameters.values())
     except (TypeError, ValueError):
         return None
     star = next((p for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
-    if star is None or star.name not in (spec.lists or {}):
-        return None
-    return [p.name for p in params[: params.index(star)]], star.name
+    return None if star is None else ([p.name for p in params[: params.index(star)]], star.name)
+
+
+def as_call(fn, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(args, kwargs) to call `fn` with these keyword values: a tensor list named as the function's
+    *varargs (paddle.einsum's *operands) is passed unpacked, with the parameters before it
+    positionally; anything else stays a keyword."""
+    plan = _varargs(fn)
+    if plan is None or not isinstance(kwargs.get(plan[1]), (list, tuple)):
+        return [], kwargs
+    before, star = plan
+    kwargs = dict(kwargs)
+    args = [kwargs.pop(n) for n in before if n in kwargs]
+    return [*args, *kwargs.pop(star)], kwargs
+
+
+def _star_list(fn, spec: Spec) -> tuple[list[str], str] | None:
+    """`_varargs(fn)` when one of the case's tensor lists is passed as that *varargs; else None."""
+    plan = _varargs(fn)
+    return plan if plan is not None and plan[1] in (spec.lists or {}) else None
 
 
 def resolve_layer(name: str):
