@@ -49,6 +49,39 @@ EXTRA_OP_HOOK = pth_hook(
 )
 
 
+# The one case of the bisect tests: abs on 100x100 float32, forward, dynamic mode, on CPU.
+BISECT_CONFIG = """cases:
+  - name: bis_abs
+    kind: op
+    op: paddle.abs
+    inputs:
+      x: {shape: [100, 100]}
+    places: [cpu]
+    modes: [dynamic]
+"""
+
+
+def slowdown_hook(fraction: float) -> str:
+    """A .pth module that makes each `paddle.abs` call `fraction` slower than its own duration: it
+    spins for that fraction of the call's time after the call returns (a slowdown of paddle itself,
+    whatever the machine's speed)."""
+    return pth_hook(
+        f"""def _patch(paddle):
+    original = paddle.abs
+
+    def abs(*args, **kwargs):
+        start = time.perf_counter()
+        out = original(*args, **kwargs)
+        until = start + (time.perf_counter() - start) * (1 + {fraction!r})
+        while time.perf_counter() < until:
+            pass
+        return out
+
+    paddle.abs = abs
+"""
+    )
+
+
 def make_venv(path: Path, *, hook: str | None = None) -> Path:
     """A venv that sees exactly this interpreter's packages (paddle included, whether this
     interpreter is itself a venv or not: its site directories are added by a .pth file, not taken
@@ -81,12 +114,28 @@ def ask(python: Path, code: str) -> str:
     ).stdout.strip()
 
 
+def builds(directory: Path, hooked: list[bool], hook: str = EXTRA_OP_HOOK) -> list[str]:
+    """A range of venvs (oldest first) under `directory`; build i imports `hook` where hooked[i]."""
+    return [str(make_venv(directory / f"b{i}", hook=hook if h else None)) for i, h in enumerate(hooked)]
+
+
 def compare(
     *args: str, cwd: Path, timeout: float = 300, env: dict | None = None
 ) -> subprocess.CompletedProcess:
     """`benchmark compare ARGS` run by this interpreter in `cwd`, its output captured."""
+    return cli("compare", *args, cwd=cwd, timeout=timeout, env=env)
+
+
+def bisect(
+    *args: str, cwd: Path, timeout: float = 900, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """`benchmark bisect ARGS` run by this interpreter in `cwd`, its output captured."""
+    return cli("bisect", *args, cwd=cwd, timeout=timeout, env=env)
+
+
+def cli(command: str, *args: str, cwd: Path, timeout: float, env: dict | None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "compare", *args],
+        [sys.executable, "-m", "benchmark.cli", command, *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -44,6 +44,18 @@ def _child_pytest_without_unused_plugins():
         yield
 
 
+@pytest.fixture
+def callgrind_tooling():
+    """callgrind's tooling (valgrind, setarch, the hook built once); the test is skipped, with the
+    reason, where this machine lacks it."""
+    from benchmark.instructions import callgrind
+
+    try:
+        return callgrind.find_tooling()
+    except callgrind.InstructionsUnavailable as e:
+        pytest.skip(str(e))
+
+
 def _pg_admin_url():
     import sqlalchemy as sa
 

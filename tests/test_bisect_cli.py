@@ -1,55 +1,22 @@
-"""`benchmark bisect --pythons` end to end: real venvs (sharing this interpreter's paddle), a .pth
-hook that adds one small op to every paddle.abs call from build k on, counted under callgrind."""
+"""`benchmark bisect --python` end to end, counting instructions: real venvs (sharing this
+interpreter's paddle), a .pth hook that adds one small op to every paddle.abs call from build k
+on, counted under callgrind. The --repo builds are in test_bisect_repo.py, the time metric in
+test_bisect_time.py."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from compare_venvs import EXTRA_OP_HOOK, make_venv
+from compare_venvs import BISECT_CONFIG, bisect, builds
 
-CONFIG = """cases:
-  - name: bis_abs
-    kind: op
-    op: paddle.abs
-    inputs:
-      x: {shape: [100, 100]}
-    places: [cpu]
-    modes: [dynamic]
-"""
-
-
-@pytest.fixture(autouse=True)
-def tooling():
-    from benchmark.instructions import callgrind as instructions
-
-    try:
-        return instructions.find_tooling()
-    except instructions.InstructionsUnavailable as e:
-        pytest.skip(str(e))
-
-
-def bisect(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "bisect", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-
-
-def builds(tmp_path: Path, hooked: list[bool]) -> list[str]:
-    return [
-        str(make_venv(tmp_path / f"b{i}", hook=EXTRA_OP_HOOK if h else None)) for i, h in enumerate(hooked)
-    ]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("callgrind_tooling")]
 
 
 def test_bisect_names_the_build_that_added_work_with_log2_builds_measured(tmp_path):
     config = tmp_path / "bis.yaml"
-    config.write_text(CONFIG)
+    config.write_text(BISECT_CONFIG)
     k, n = 4, 6
     pythons = builds(tmp_path, [i >= k for i in range(n)])
     # build 2, the first midpoint, cannot be used: its interpreter does not exist (one line, skipped)
@@ -89,7 +56,7 @@ def test_bisect_names_the_build_that_added_work_with_log2_builds_measured(tmp_pa
 
 def test_a_range_with_no_step_exits_0_after_its_two_ends(tmp_path):
     config = tmp_path / "bis.yaml"
-    config.write_text(CONFIG)
+    config.write_text(BISECT_CONFIG)
     pythons = builds(tmp_path, [False, False, False])
     out = tmp_path / "b.json"
     proc = bisect(str(config), "--pythons", *pythons, "--json", str(out), "--no-store", cwd=tmp_path)
@@ -98,100 +65,3 @@ def test_a_range_with_no_step_exits_0_after_its_two_ends(tmp_path):
     (case,) = doc["cases"].values()
     assert case["status"] == "no-step" and doc["measured_order"] == [0, 2]
     assert abs(case["values"]["2"] / case["values"]["0"] - 1) < 0.01
-
-
-# A build command of the --repo test: it writes a wheel whose .pth imports the hook module the
-# commit holds (empty, or EXTRA_OP_HOOK from the slow commit on); a commit with a file `broken`
-# fails to build.
-BUILD_WHEEL = """import base64, hashlib, os, pathlib, sys, zipfile
-if pathlib.Path("broken").exists():
-    sys.exit("this commit does not build")
-files = {
-    "paddle_patch_hook.py": pathlib.Path("hook.py").read_text(),
-    "paddle_patch_hook.pth": "import paddle_patch_hook\\n",
-    "paddle_patch_hook-1.0.dist-info/METADATA": "Metadata-Version: 2.1\\nName: paddle-patch-hook\\nVersion: 1.0\\n",
-    "paddle_patch_hook-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
-}
-record = "".join(
-    f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},{len(text.encode())}\\n"
-    for name, text in files.items()
-) + "paddle_patch_hook-1.0.dist-info/RECORD,,\\n"
-out = pathlib.Path(os.environ["OUT"]) / "paddle_patch_hook-1.0-py3-none-any.whl"
-with zipfile.ZipFile(out, "w") as z:
-    for name, text in {**files, "paddle_patch_hook-1.0.dist-info/RECORD": record}.items():
-        z.writestr(name, text)
-print("built", os.environ["COMMIT"])
-"""
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_path):
-    """--repo: each commit built once by the command into a wheel, installed over this interpreter's
-    packages (--base); the commit that brings the hook is named, a commit that fails to build is
-    skipped with one line."""
-    config = tmp_path / "bis.yaml"
-    config.write_text(CONFIG)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "t")
-    (repo / "build_wheel.py").write_text(BUILD_WHEEL)
-    k, n = 4, 6
-    commits = []
-    for i in range(n):
-        (repo / "hook.py").write_text(EXTRA_OP_HOOK if i >= k else "")
-        broken = repo / "broken"
-        if i == 1:
-            broken.write_text("")
-        elif broken.exists():
-            broken.unlink()
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}")
-        commits.append(_git(repo, "rev-parse", "HEAD"))
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    out = tmp_path / "b.json"
-
-    def run() -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "benchmark.cli", "bisect", str(config), "--repo", str(repo),
-             "--good", commits[0], "--bad", commits[-1], "--build", f"{sys.executable} build_wheel.py",
-             "--base", sys.executable, "--json", str(out), "--no-store"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env, check=False,
-        )  # fmt: skip
-
-    proc = run()
-    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
-    (case,) = doc["cases"].values()
-    assert case["status"] == "step" and (case["last_good"], case["first_bad"]) == (k - 1, k)
-    assert doc["builds"] == [c[:12] for c in commits]
-    assert len(doc["measured_order"]) <= math.ceil(math.log2(n)) + 3
-    builds = proc.stderr.count("bisect: building ")
-    assert builds == len(doc["measured_order"]), proc.stderr  # each commit tried built once
-    if 1 in doc["measured_order"]:
-        assert case["skipped"] == [1] and "the build command failed with exit 1" in proc.stderr
-
-
-def test_metric_time_names_the_build_that_made_a_case_slower(tmp_path):
-    """--metric time: each build visited is timed against the first with the paired sequential test;
-    the hook's extra op makes paddle.abs on 100x100 far slower than the minimum effect."""
-    config = tmp_path / "bis.yaml"
-    config.write_text(CONFIG)
-    k, n = 2, 4
-    pythons = builds(tmp_path, [i >= k for i in range(n)])
-    out = tmp_path / "b.json"
-    proc = bisect(str(config), "--metric", "time", "--quick", "--budget-min", "2", "--json", str(out),
-                  "--no-store", *(a for p in pythons for a in ("--python", p)), cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
-    (case,) = doc["cases"].values()
-    assert doc["metric"] == "time" and case["status"] == "step"
-    assert (case["last_good"], case["first_bad"]) == (k - 1, k)
-    assert case["values"]["0"] == 1.0 and case["values"][str(k)] > 1.05
-    assert "timing 1 case(s) on build" in proc.stderr and "x1.000" in proc.stdout

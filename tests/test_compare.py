@@ -125,6 +125,7 @@ def config(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config):
     from benchmark.store import open_store
 
@@ -168,6 +169,7 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_is_an_error(tmp_path, config):
     """A and B are venvs of this interpreter's packages, B with paddle.exp broken: cmp_abs runs
     identical code on both sides (no slower/faster), cmp_exp fails on side B (error, exit 2) and cmp_abs goes on."""

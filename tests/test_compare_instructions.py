@@ -152,17 +152,10 @@ def config(tmp_path) -> Path:
     return path
 
 
-@pytest.fixture
-def tooling():
-    from benchmark.instructions import callgrind as instructions
-
-    try:
-        return instructions.find_tooling()
-    except instructions.InstructionsUnavailable as e:
-        pytest.skip(str(e))
-
-
-def test_identical_environments_count_the_same_and_both_runs_store_their_counts(tmp_path, config, tooling):
+@pytest.mark.slow
+def test_identical_environments_count_the_same_and_both_runs_store_their_counts(
+    tmp_path, config, callgrind_tooling
+):
     from benchmark.store import open_store
 
     python_a, python_b = make_venv(tmp_path / "a"), make_venv(tmp_path / "b")
@@ -194,7 +187,8 @@ def test_identical_environments_count_the_same_and_both_runs_store_their_counts(
         assert counts.compare["side"] == label and counts.compare["verdict"] == "same"
 
 
-def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path, config, tooling):
+@pytest.mark.slow
+def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path, config, callgrind_tooling):
     python_a, python_b = make_venv(tmp_path / "a"), make_venv(tmp_path / "b", hook=EXTRA_OP_HOOK)
     out, md = tmp_path / "job.json", tmp_path / "c.md"
     proc = compare(
@@ -216,6 +210,7 @@ def test_one_extra_small_op_in_b_is_slower_in_instructions_and_exits_1(tmp_path,
     assert "| `cmpi_abs-cpu-dynamic` | slower |" in text
 
 
+@pytest.mark.slow
 def test_without_valgrind_one_line_names_the_package_and_the_timing_stands(tmp_path, config):
     if shutil.which("valgrind", path=str(Path(sys.executable).parent)):
         pytest.skip("valgrind sits beside the interpreter: cannot hide it by PATH")

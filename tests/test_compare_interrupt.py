@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 CONFIG = """cases:
   - name: int_abs
     kind: op
@@ -37,6 +39,7 @@ def _wait_for(proc: subprocess.Popen, text: str, timeout_s: float) -> str:
     return seen
 
 
+@pytest.mark.slow
 def test_sigterm_stores_and_prints_the_finished_steps(tmp_path):
     from benchmark.store import open_store
 

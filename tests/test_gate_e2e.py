@@ -135,6 +135,7 @@ def gate_here(capsys):
     return run
 
 
+@pytest.mark.slow
 def test_gate_passes_a_steady_history_then_fails_exactly_the_regressed_case(history, gate_here):
     tmp, url = history
     code, out, err = gate_here(tmp, url, "--run", "latest")

@@ -103,6 +103,7 @@ def poison_metric(db: Path, case_id: str, metric: str) -> int:
     return changed
 
 
+@pytest.mark.slow
 def test_an_unknown_metric_is_skipped_with_one_line_and_every_other_row_renders(
     exported, history, tmp_path, capsys
 ):

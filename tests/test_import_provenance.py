@@ -71,6 +71,7 @@ def gate_json(db: Path, run_id: int, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_a_forged_import_is_not_the_baseline_of_the_next_real_run_unless_imported_as_baseline(
     tmp_path, capsys
 ):

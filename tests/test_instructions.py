@@ -159,6 +159,7 @@ def test_gates_yaml_gives_instructions_a_one_percent_minimum_and_overrides_by_me
 # ------------------------------------------------------------------------------------------ no valgrind
 
 
+@pytest.mark.slow
 def test_without_valgrind_the_suite_says_so_in_one_line_and_measures_time(tmp_path):
     if shutil.which("valgrind", path=str(Path(sys.executable).parent)):
         pytest.skip("valgrind sits beside the interpreter: cannot hide it by PATH")
@@ -240,6 +241,7 @@ def counted_runs(tmp_path_factory):
     return url, results, second["result"]
 
 
+@pytest.mark.slow
 def test_real_callgrind_counts_are_positive_and_repeat_across_processes(counted_runs):
     _, results, other = counted_runs
     counted = [r for r in results if r["metric"] == "instructions"]
@@ -270,6 +272,7 @@ cases:
 """
 
 
+@pytest.mark.slow
 def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_directory_holds(tmp_path):
     """Issue 12's tiny case: a 16x16 abs, whose ~25k instructions an iteration are nearly all the
     framework's own (dispatch, allocation, Python), so its count moves with the worker's heap
@@ -312,6 +315,7 @@ def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_dire
     assert closest <= 0.001, counts
 
 
+@pytest.mark.slow
 def test_the_gate_fails_the_first_run_whose_count_moved_by_one_percent(counted_runs):
     """History: the real run, then replays of its recorded results (the count is deterministic)
     through the same store; a run whose instruction count is 1.5% higher fails only the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from suite_process import run_suite
 from synthetic import result_from_processes
 
@@ -59,6 +60,7 @@ def test_latest_skips_imports_and_says_so_when_only_they_exist(sqlite_url, machi
     assert main(["gate", "--run", str(imported), "--db", sqlite_url]) == 0
 
 
+@pytest.mark.slow
 def test_a_partial_selection_says_so_when_it_is_gated(tmp_path, capsys):
     """A real `-k` run of the suite: the gate names its selection."""
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"

@@ -104,6 +104,7 @@ def test_a_layer_forward_takes_attrs_and_a_recurrent_layer_runs(tmp_path):
     assert sum(k.startswith("grad_param") for k in lstm) == 16  # 2 layers x 2 directions x 4 tensors
 
 
+@pytest.mark.slow
 def test_the_suite_times_a_layer_case(tmp_path):
     (tmp_path / "l.yaml").write_text(yaml.safe_dump({"cases": [_case(backward=True)]}))
     proc = subprocess.run(

@@ -156,6 +156,7 @@ def test_every_shared_legacy_file_imports_and_validates(shared_imported):
 
 
 @needs_legacy
+@pytest.mark.slow
 def test_one_shared_case_per_op_runs(shared_imported):
     _, cases, _ = shared_imported
     smallest: dict[str, object] = {}

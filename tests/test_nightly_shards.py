@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from suite_process import run_suite
 
 from benchmark.store import open_store
@@ -37,6 +38,7 @@ def benchmark(*argv: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_two_shards_passed_on_as_backups_are_gated_as_one_run(tmp_path):
     artifact = tmp_path / "artifact" / "history.sqlite"  # what one job uploads and the next restores
     cases = []

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from benchmark.store import open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -59,6 +61,7 @@ def test_the_plugin_is_inert_in_sessions_without_the_suite(tmp_path):
     assert proc.returncode == 5 and "no tests collected" in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_the_suite_is_collected_from_another_directory(tmp_path):
     cfg = tmp_path / "cases.yaml"
     cfg.write_text(textwrap.dedent(CASES))
@@ -92,6 +95,7 @@ def test_another_plugin_adds_run_metadata_that_is_stored_with_the_run(tmp_path):
         assert store.run(run.id).extra["metadata"] == expected
 
 
+@pytest.mark.slow
 def test_metadata_that_is_not_json_stops_the_session_with_one_line(tmp_path):
     (tmp_path / "bad_meta_plugin.py").write_text(BAD_META_PLUGIN)
     cfg = tmp_path / "cases.yaml"
@@ -115,6 +119,7 @@ BROKEN = """
 """
 
 
+@pytest.mark.slow
 def test_pytest_benchmark_options_the_suite_does_not_use_are_refused_in_one_line(tmp_path):
     cfg = tmp_path / "cases.yaml"
     cfg.write_text(textwrap.dedent(CASES))
@@ -126,6 +131,7 @@ def test_pytest_benchmark_options_the_suite_does_not_use_are_refused_in_one_line
     assert "--benchmark-json (" in line and "--benchmark-sort (" in line
 
 
+@pytest.mark.slow
 def test_benchmark_disable_runs_each_case_once_untimed_and_records_nothing(tmp_path):
     cfg = tmp_path / "cases.yaml"
     cfg.write_text(CASES + BROKEN)

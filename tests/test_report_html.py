@@ -259,6 +259,7 @@ def index(browser, site):
     w.page.close()
 
 
+@pytest.mark.slow
 def test_index_renders_every_series_without_errors(index, site, tmp_path):
     assert index.page.title() == "Benchmark history"
     assert len(index.visible_rows()) == len(SHOWN)

@@ -53,6 +53,7 @@ def runs(tmp_path_factory):
             future.cancel()
 
 
+@pytest.mark.slow
 def test_no_gpu_case_executed_fails_the_session_with_one_line(runs):
     import paddle
 
@@ -67,6 +68,7 @@ def test_no_gpu_case_executed_fails_the_session_with_one_line(runs):
     assert runs["gpu_only"].result().returncode == 0
 
 
+@pytest.mark.slow
 def test_a_required_place_that_ran_passes(runs):
     proc = runs["cpu_required"].result()
     assert proc.returncode == 0, proc.stdout[-2000:]

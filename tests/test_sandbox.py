@@ -244,6 +244,7 @@ def suite_on(tmp: Path, configs: Path, url: str, *extra: str) -> subprocess.Comp
                      "--bench-db", url, "--bench-json", str(tmp / "summary.json"), *extra, check=False)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_path):
     """A suite of a good case, two memory bombs (40 GB and 16 GB from plain attrs), an index out of
     range and another good case, run on the history of an earlier run: each bomb is an error naming
@@ -305,6 +306,7 @@ def test_worker_runs_under_the_memory_limit_and_the_gpu_flag():
         worker.close()
 
 
+@pytest.mark.slow
 def test_a_trial_over_its_time_limit_is_an_error_naming_the_limit(tmp_path):
     """A real worker on a case that warms up for 30 s, with a 3 s trial limit: killed, one error
     line naming the trial time limit; a fresh worker then measures the next case."""

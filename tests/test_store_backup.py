@@ -37,6 +37,7 @@ def counts(path: Path) -> tuple[int, int]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_copy_of_the_main_file_alone_holds_every_result_of_a_suite_run(tmp_path):
     """A real suite run (smoke subset, --bench-quick); then only history.sqlite is copied (no -wal,
     no -shm) to a new directory, and that copy holds the complete run and every result of it."""

@@ -47,6 +47,7 @@ def recorded(db_url, tmp_path) -> tuple[str, dict]:
     return db_url, json.loads(summary.read_text())
 
 
+@pytest.mark.slow
 def test_a_recorded_run_reads_back_as_typed_records(recorded):
     url, summary = recorded
     check_run(url, summary)

@@ -134,6 +134,7 @@ def every_tag(runs) -> tuple[subprocess.CompletedProcess, dict]:
     return proc, json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_suite_runs_cases_and_writes_the_summary(every_tag):
     proc, doc = every_tag
     rows = {(r["case_id"], r["place"], r["mode"]): r for r in doc["results"]}
@@ -184,6 +185,7 @@ def test_bad_config_fails_before_running_with_one_line(runs):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_shards_partition_the_cases(runs):
     ids = []
     for name in ("shard_1", "shard_2"):
@@ -194,6 +196,7 @@ def test_shards_partition_the_cases(runs):
     assert len(ids[0] | ids[1]) == 7
 
 
+@pytest.mark.slow
 def test_reference_mismatch_fails_the_case_and_profile_pass_is_recorded(runs):
     proc, out = runs["diag"].result()
     assert proc.returncode == 1, proc.stdout[-3000:]

@@ -4,6 +4,7 @@ their line, and the diagnostics counted once at the end."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from suite_process import run_suite
 
 from benchmark.analysis.summary import diagnostic_kind, stability_warnings
@@ -11,6 +12,7 @@ from benchmark.model import CaseResult
 from benchmark.plugin.terminal import TIME_COLUMNS, diagnostics_lines
 
 
+@pytest.mark.slow
 def test_a_suite_run_prints_no_line_over_120_columns_and_names_its_columns(tmp_path):
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
     proc = run_suite("--bench-tags", "smoke", "--bench-quick", "--bench-db", db,

@@ -55,6 +55,7 @@ def start_suite(tmp: Path, url: str, max_time: float, tag: str = "a") -> subproc
     )
 
 
+@pytest.mark.slow
 def test_sigkill_mid_suite_keeps_every_finished_case(tmp_path):
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     proc = start_suite(tmp_path, url, max_time=1.0)
@@ -80,6 +81,7 @@ def test_sigkill_mid_suite_keeps_every_finished_case(tmp_path):
     assert run.status == "interrupted"
 
 
+@pytest.mark.slow
 def test_two_suites_write_one_sqlite_file_at_once(tmp_path):
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     procs = [start_suite(tmp_path, url, max_time=0.05, tag=t) for t in ("a", "b")]
@@ -94,6 +96,7 @@ def test_two_suites_write_one_sqlite_file_at_once(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["corrupt", "readonly", "unreachable", "invalid"])
+@pytest.mark.slow
 def test_a_bad_history_stops_the_suite_before_any_case(tmp_path, kind):
     db = tmp_path / "history.sqlite"
     if kind == "corrupt":

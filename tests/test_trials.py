@@ -208,6 +208,7 @@ def results_by_id(tmp_path: Path) -> tuple[dict, dict]:
     return doc["run"], {r["case_id"]: r for r in doc["results"]}
 
 
+@pytest.mark.slow
 def test_suite_measures_each_case_in_interleaved_worker_processes(tmp_path):
     cmd = suite_command(tmp_path, CONFIG, "--bench-quick", "--bench-no-store", "--bench-processes", "2")
     proc = subprocess.run(
@@ -266,6 +267,7 @@ cases:
 """
 
 
+@pytest.mark.slow
 def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     """SIGKILL the worker while it times the slow case: that case is an error naming the trial,
     the other cases finish, and every result is in the history."""
@@ -322,6 +324,7 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     assert stored["k_first"].stats.median == pytest.approx(results["k_first"]["stats"]["median"])
 
 
+@pytest.mark.slow
 def test_processes_zero_measures_in_the_pytest_process(tmp_path):
     cmd = suite_command(tmp_path, CONFIG, "--bench-quick", "--bench-no-store", "--bench-processes", "0")
     proc = subprocess.run(
