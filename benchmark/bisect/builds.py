@@ -141,26 +141,11 @@ class EnvCache:
         requirement = f"{self.package}=={version}"
         # The package's own index is searched beside PyPI (Paddle's index holds paddle, not numpy).
         index = [] if self.index_url == DEFAULT_INDEX else ["--extra-index-url", self.index_url]
-        if self.uv:
-            steps = [
-                [self.uv, "venv", "--quiet", "--python", sys.executable, str(env)],
-                [self.uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"), *index,
-                 requirement, *self.needs],
-            ]  # fmt: skip
-        else:
-            steps = [
-                [sys.executable, "-m", "venv", str(env)],
-                [
-                    str(env / "bin" / "python"),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    *index,
-                    requirement,
-                    *self.needs,
-                ],
-            ]
+        python = str(env / "bin" / "python")
+        steps = [
+            _venv_command(self.uv, sys.executable, env),
+            _install_command(self.uv, python, [*index, requirement, *self.needs]),
+        ]
         _run(steps, requirement)
 
 
@@ -306,12 +291,7 @@ class CommitEnvs:
     def _make(self, env: Path, wheels: list[str], commit: str) -> None:
         base = self.base or sys.executable
         python = str(env / "bin" / "python")
-        venv = (
-            [self.uv, "venv", "--quiet", "--python", base, str(env)]
-            if self.uv
-            else [base, "-m", "venv", str(env)]
-        )
-        _run([venv], f"{commit[:12]}'s environment")
+        _run([_venv_command(self.uv, base, env)], f"{commit[:12]}'s environment")
         if self.base:
             code = "import site, sys; print('\\n'.join(d for d in site.getsitepackages() if d))"
             dirs = subprocess.run(
@@ -325,9 +305,19 @@ class CommitEnvs:
             extra = ["--no-deps", *wheels]
         else:
             extra = [*wheels, *WORKER_NEEDS]
-        install = ([self.uv, "pip", "install", "--quiet", "--python", python, *extra] if self.uv
-                   else [python, "-m", "pip", "install", "--quiet", *extra])  # fmt: skip
-        _run([install], f"{commit[:12]}'s wheels")
+        _run([_install_command(self.uv, python, extra)], f"{commit[:12]}'s wheels")
+
+
+def _venv_command(uv: str | None, base: str, env: Path) -> list[str]:
+    """The command that makes a venv at `env` on interpreter `base` (with uv where it is found)."""
+    return [uv, "venv", "--quiet", "--python", base, str(env)] if uv else [base, "-m", "venv", str(env)]
+
+
+def _install_command(uv: str | None, python: str, args: list[str]) -> list[str]:
+    """The command that installs `args` (requirements, wheels, pip options) into `python`'s venv."""
+    if uv:
+        return [uv, "pip", "install", "--quiet", "--python", python, *args]
+    return [python, "-m", "pip", "install", "--quiet", *args]
 
 
 def _run(steps: list[list[str]], what: str) -> None:
