@@ -1,6 +1,6 @@
 """Does `benchmark bisect --metric time` name the build that made a case 10% slower?
 
-    python eval/bisect_time.py --runs 10 --builds 6 --step 3 --slowdown 0.10 --budget-min 2 --json out.json
+    python eval/bisect_time.py --runs 10 --builds 5 --step 3 --slowdown 0.10 --budget-min 3 --json out.json
 
 A range of --builds environments that share this interpreter's paddle; from build --step on, a .pth
 hook makes every `paddle.abs` call --slowdown slower than itself (it spins for that fraction of the
@@ -42,10 +42,10 @@ CONFIG = """cases:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=10)
-    p.add_argument("--builds", type=int, default=6)
+    p.add_argument("--builds", type=int, default=5)
     p.add_argument("--step", type=int, default=3, help="the first slow build (0-based)")
     p.add_argument("--slowdown", type=float, default=0.10)
-    p.add_argument("--budget-min", default="2", help="benchmark bisect --budget-min")
+    p.add_argument("--budget-min", default="3", help="benchmark bisect --budget-min: per build timed")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bisect-time-"))
@@ -80,6 +80,7 @@ def main() -> int:
             "effect": case.get("effect"),
             "seconds": round(seconds, 1),
         }
+        row["inconclusive"] = [line for line in proc.stderr.splitlines() if "inconclusive" in line]
         if proc.returncode not in (0, 1):
             row["stderr"] = proc.stderr[-2000:]
         runs.append(row)

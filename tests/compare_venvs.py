@@ -1,10 +1,12 @@
-"""Helpers of the `benchmark compare` tests: venvs that see this interpreter's packages, and .pth
+"""Helpers of the `benchmark compare` and `benchmark bisect` tests: venvs that see this interpreter's packages, and .pth
 modules that patch paddle once it is imported (a change a config does not show)."""
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 # A .pth-loaded module that patches paddle right after it is imported (paddle is not on sys.path
@@ -131,6 +133,22 @@ def bisect(
 ) -> subprocess.CompletedProcess:
     """`benchmark bisect ARGS` run by this interpreter in `cwd`, its output captured."""
     return cli("bisect", *args, cwd=cwd, timeout=timeout, env=env)
+
+
+def wait_for(proc: subprocess.Popen, text: str, *, times: int = 1, timeout_s: float) -> str:
+    """stderr of `proc` up to its `times`-th line containing `text` (fails after `timeout_s`, or
+    when the process ends first)."""
+    seen, deadline = "", time.monotonic() + timeout_s
+    assert proc.stderr is not None
+    while seen.count(text) < times:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {text!r} x{times} within {timeout_s:.0f} s; stderr so far:\n{seen}"
+        ready, _, _ = select.select([proc.stderr], [], [], min(left, 1.0))
+        if ready:
+            line = proc.stderr.readline()
+            assert line, f"the process exited ({proc.poll()}) before {text!r}; stderr:\n{seen}"
+            seen += line
+    return seen
 
 
 def cli(command: str, *args: str, cwd: Path, timeout: float, env: dict | None) -> subprocess.CompletedProcess:

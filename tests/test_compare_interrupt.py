@@ -5,13 +5,12 @@ baseline) and exits 2 when nothing was found slower. Real worker processes, real
 from __future__ import annotations
 
 import json
-import select
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from compare_venvs import wait_for
 
 CONFIG = """cases:
   - name: int_abs
@@ -22,21 +21,6 @@ CONFIG = """cases:
     places: [cpu]
     modes: [dynamic]
 """
-
-
-def _wait_for(proc: subprocess.Popen, text: str, timeout_s: float) -> str:
-    """stderr of `proc` up to the first line containing `text` (fails after `timeout_s`)."""
-    seen, deadline = "", time.monotonic() + timeout_s
-    assert proc.stderr is not None
-    while text not in seen:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no {text!r} within {timeout_s:.0f} s; stderr so far:\n{seen}"
-        ready, _, _ = select.select([proc.stderr], [], [], min(left, 1.0))
-        if ready:
-            line = proc.stderr.readline()
-            assert line, f"compare exited ({proc.poll()}) before {text!r}; stderr:\n{seen}"
-            seen += line
-    return seen
 
 
 @pytest.mark.slow
@@ -53,7 +37,7 @@ def test_sigterm_stores_and_prints_the_finished_steps(tmp_path):
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        _wait_for(proc, "step 2 done", timeout_s=240)
+        wait_for(proc, "step 2 done", timeout_s=240)
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
