@@ -4,10 +4,10 @@
 
 A range of --builds environments that share this interpreter's paddle; from build --step on, a .pth
 hook makes every `paddle.abs` call --slowdown slower than itself (it spins for that fraction of the
-call's own duration after it returns), work that no config shows. The case is abs on a 1000x1000
-float32 tensor, forward, dynamic mode, on CPU. Each run is one `benchmark bisect --metric time`
-over the range, from scratch; the script reports, per run, the build named, the builds timed and
-the wall time.
+call's own duration after it returns), work that no config shows. The case is abs on a float32
+tensor (--shape, 100x100 by default, as in the bisect tests), forward, dynamic mode, on CPU. Each
+run is one `benchmark bisect --metric time` over the range, from scratch; the script reports, per
+run, the build named, the builds timed, the inconclusive comparisons and the wall time.
 
 Question (issue 28): with a 10% slowdown, does `--metric time` name the right build in at least 9
 of 10 runs, each within 15 minutes? Answer (this machine, the figures): docs/bisect.md.
@@ -33,7 +33,7 @@ CONFIG = """cases:
     kind: op
     op: paddle.abs
     inputs:
-      x: {shape: [1000, 1000]}
+      x: {shape: [SHAPE]}
     places: [cpu]
     modes: [dynamic]
 """
@@ -46,11 +46,12 @@ def main() -> int:
     p.add_argument("--step", type=int, default=3, help="the first slow build (0-based)")
     p.add_argument("--slowdown", type=float, default=0.10)
     p.add_argument("--budget-min", default="3", help="benchmark bisect --budget-min: per build timed")
+    p.add_argument("--shape", default="100,100", help="the input's shape, comma-separated")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bisect-time-"))
     config = work / "case.yaml"
-    config.write_text(CONFIG)
+    config.write_text(CONFIG.replace("SHAPE", ", ".join(args.shape.split(","))))
     hook = slowdown_hook(args.slowdown)
     pythons = [
         str(make_venv(work / f"b{i}", hook=hook if i >= args.step else None)) for i in range(args.builds)
