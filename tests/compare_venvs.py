@@ -1,5 +1,6 @@
-"""Helpers of the `benchmark compare` and `benchmark bisect` tests: venvs that see this interpreter's packages, and .pth
-modules that patch paddle once it is imported (a change a config does not show)."""
+"""Helpers of the `benchmark compare` and `benchmark bisect` tests: venvs that see this
+interpreter's packages, and .pth modules that patch paddle once it is imported (a change a config
+does not show)."""
 
 from __future__ import annotations
 

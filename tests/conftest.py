@@ -44,7 +44,7 @@ def _child_pytest_without_unused_plugins():
         yield
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def callgrind_tooling():
     """callgrind's tooling (valgrind, setarch, the hook built once); the test is skipped, with the
     reason, where this machine lacks it."""

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from compare_venvs import BISECT_CONFIG, EXTRA_OP_HOOK
+from compare_venvs import BISECT_CONFIG, EXTRA_OP_HOOK, bisect
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("callgrind_tooling")]
 
@@ -74,15 +74,9 @@ def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_pa
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     out = tmp_path / "b.json"
 
-    def run() -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "benchmark.cli", "bisect", str(config), "--repo", str(repo),
-             "--good", commits[0], "--bad", commits[-1], "--build", f"{sys.executable} build_wheel.py",
-             "--base", sys.executable, "--json", str(out), "--no-store"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env, check=False,
-        )  # fmt: skip
-
-    proc = run()
+    proc = bisect(str(config), "--repo", str(repo), "--good", commits[0], "--bad", commits[-1],
+                  "--build", f"{sys.executable} build_wheel.py", "--base", sys.executable,
+                  "--json", str(out), "--no-store", cwd=tmp_path, env=env)  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     (case,) = doc["cases"].values()

@@ -51,13 +51,6 @@ OTHER_CASE = """
 """
 
 
-def tooling_or_skip() -> instructions.Tooling:
-    try:
-        return instructions.find_tooling()
-    except instructions.InstructionsUnavailable as e:
-        pytest.skip(str(e))
-
-
 def suite(tmp: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cfg = tmp / "tiny.yaml"
     cfg.write_text(TINY)
@@ -184,10 +177,10 @@ def test_without_valgrind_the_suite_says_so_in_one_line_and_measures_time(tmp_pa
 
 
 @pytest.fixture(scope="module")
-def counted_runs(tmp_path_factory):
+def counted_runs(tmp_path_factory, callgrind_tooling):
     """One real suite run with --bench-instructions (stored in a SQLite history) and, at the same
     time, a second worker process counting the same case: (db url, summary results, second count)."""
-    tooling = tooling_or_skip()
+    tooling = callgrind_tooling
     tmp = tmp_path_factory.mktemp("instr")
     url = f"sqlite:///{tmp / 'history.sqlite'}"
     second: dict = {}
@@ -273,7 +266,9 @@ cases:
 
 
 @pytest.mark.slow
-def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_directory_holds(tmp_path):
+def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_directory_holds(
+    tmp_path, callgrind_tooling
+):
     """Issue 12's tiny case: a 16x16 abs, whose ~25k instructions an iteration are nearly all the
     framework's own (dispatch, allocation, Python), so its count moves with the worker's heap
     layout. The import system lists each directory on sys.path and keeps the listing, which
@@ -286,7 +281,7 @@ def test_a_small_framework_bound_case_repeats_across_workers_whatever_their_dire
     "Instruction counts"; it failed CI once at 0.038%)."""
     from benchmark.config import load_paths
 
-    tooling = tooling_or_skip()
+    tooling = callgrind_tooling
     (tmp_path / "small.yaml").write_text(SMALL)
     cases, issues = load_paths([str(tmp_path / "small.yaml")])
     assert not issues
