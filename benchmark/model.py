@@ -62,6 +62,9 @@ class Series:
     # The values (per-process medians) of the run's ok worker-process trials, in trial order; an
     # empty array for a result measured in one process.
     process_values: list[np.ndarray] = field(default_factory=list)
+    # The median reference-probe figure (seconds) of the run's trials of this case: how fast the
+    # machine was while they ran (NaN where none was timed; benchmark/execution/probe.py).
+    probes: np.ndarray = field(default_factory=_no_values)
     # The run's 95% confidence interval of its median, in `unit` (NaN where not stored).
     ci_low: np.ndarray = field(default_factory=_no_values)
     ci_high: np.ndarray = field(default_factory=_no_values)
@@ -134,6 +137,7 @@ _PER_RUN = (
     "labels",
     "samples",
     "process_values",
+    "probes",
     "ci_low",
     "ci_high",
     "rounds",
@@ -563,6 +567,10 @@ class Decision:
     """A recent alert of this series whose level came back (the run that came back), when the
     new run raised none; ``revert`` says which."""
     revert: str = ""
+    # The new run's value adjusted by the reference probe, in the metric's unit, where the judge
+    # used the adjustment (None: judged on the raw `value`); `probe` says what the probe did.
+    adjusted_value: float | None = None
+    probe: str = ""
 
     @property
     def failing(self) -> bool:

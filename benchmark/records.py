@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -101,6 +102,9 @@ class ProcessValue:
     samples: tuple[float, ...] = ()  # seconds (or instructions) per iteration, one per round
     iterations: int = 1  # iterations per round
     message: str | None = None
+    # The reference probe's figure around the trial, seconds (benchmark/execution/probe.py); None
+    # where it was not timed (older results, `probe` off, a trial that failed).
+    probe_s: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProcessValue:
@@ -113,6 +117,7 @@ class ProcessValue:
             samples=tuple(float(x) for x in data.get("samples") or ()),
             iterations=int(data.get("iterations") or 1),
             message=data.get("message"),
+            probe_s=_positive(data.get("probe_s")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,7 +131,15 @@ class ProcessValue:
             "samples": list(self.samples),
             "iterations": self.iterations,
             "message": self.message,
+            "probe_s": self.probe_s,
         }
+
+
+def _positive(x: Any) -> float | None:
+    """A positive finite number as a float, anything else None (a probe figure read from a file)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    return float(x) if math.isfinite(x) and x > 0 else None
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,8 @@ class RunRecord:
     import_source: str | None = None
     import_sha256: str | None = None
     baseline: bool = True
+    # The reference probe's median figure over the run's trials, seconds (None: none was timed).
+    probe_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The run as a plain dict in field order (the exports' `run`)."""

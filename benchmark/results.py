@@ -21,6 +21,7 @@ def process_entry(
     samples: list[float] | None = None,
     iterations: int = 1,
     message: str | None = None,
+    probe_s: float | None = None,
 ) -> ProcessValue:
     """One worker-process trial of a case: its raw samples (seconds per iteration, one per round)
     and its value, the median of those samples (None for a trial that did not measure)."""
@@ -35,12 +36,19 @@ def process_entry(
         samples=values,
         iterations=int(iterations),
         message=message,
+        probe_s=probe_s if ok else None,
     )
 
 
 def process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
     """The values (per-process medians) of the ok trials, in trial order."""
     return [float(p.value) for p in processes or [] if p.status == "ok" and p.value]
+
+
+def process_probe(processes: Iterable[ProcessValue] | None) -> float | None:
+    """The median reference-probe figure (seconds) of the ok trials that have one; None if none has."""
+    probes = [p.probe_s for p in processes or [] if p.status == "ok" and p.probe_s]
+    return float(statistics.median(probes)) if probes else None
 
 
 def between_process_cv(values: list[float]) -> float:

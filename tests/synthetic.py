@@ -37,13 +37,17 @@ def result_from_samples(case_id: str, samples: Iterable[float], **fields) -> Cas
     return CaseResult(**_fields(case_id, fields), samples=values, stats=stats)
 
 
-def result_from_processes(case_id: str, processes: Sequence[Iterable[float]], **fields) -> CaseResult:
+def result_from_processes(
+    case_id: str, processes: Sequence[Iterable[float]], probes: Sequence[float] | None = None, **fields
+) -> CaseResult:
     """A result measured in one worker process per entry of `processes` (that
-    process's samples), pooled and summarised as the suite does."""
+    process's samples), pooled and summarised as the suite does; `probes`: the
+    reference probe's figure of each process (seconds), if any."""
     entries = [
-        process_entry(k, 1000 + k, k, "ok", [float(x) for x in xs], ITERATIONS)
+        process_entry(k, 1000 + k, k, "ok", [float(x) for x in xs], ITERATIONS, None,
+                      None if probes is None else float(probes[k]))
         for k, xs in enumerate(processes)
-    ]
+    ]  # fmt: skip
     pooled, stats = summarize_processes(entries)
     return CaseResult(**_fields(case_id, fields), samples=pooled, stats=stats, processes=entries)
 

@@ -10,6 +10,7 @@ case, and says so, rather than guess.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,9 @@ def time_build(
         cases,
         {"A": first, "B": side},
         min_effect=min_effect,
-        settings=measure.MeasureSettings.quick() if quick else measure.MeasureSettings(),
+        settings=dataclasses.replace(
+            measure.MeasureSettings.quick() if quick else measure.MeasureSettings(), probe=False
+        ),  # pairs are judged on their ratio: no reference probe
         budget_s=budget_s,
         alpha=alpha,
         max_pairs=max_pairs,

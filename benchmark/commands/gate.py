@@ -65,6 +65,14 @@ def register(sub) -> None:
     p.add_argument(
         "--gates", default=str(GATES_PATH), metavar="FILE", help="gate settings (configs/gates.yaml)"
     )
+    p.add_argument(
+        "--probe-adjust",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="judge time series on values adjusted by the reference probe (the machine's speed beside "
+        "each trial), where a series' own history shows it lowers its noise; --no-probe-adjust judges "
+        "the raw values (default: probe_adjust in --gates, true)",
+    )
     p.add_argument("--json", action="store_true", help="print the decisions as JSON")
     p.add_argument("--all", action="store_true", help="list every case, not only failing and improved ones")
     add_db(p)
@@ -102,9 +110,9 @@ def selection_text(selection) -> str:
 @command("gate")
 def cmd_gate(args: argparse.Namespace) -> int:
     from benchmark.gate.judge import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
-    from benchmark.gate.settings import load_gates
+    from benchmark.gate.settings import load_gates, with_probe_adjust
 
-    gates = load_gates(args.gates)
+    gates = with_probe_adjust(load_gates(args.gates), args.probe_adjust)
     with open_history(args.db) as store:
         run_ids, label = target_runs(store, args.run, args.run_group)
         baseline = None if args.baseline == "history" else resolve_run(store, args.baseline)

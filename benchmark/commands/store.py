@@ -49,8 +49,10 @@ def _register_runs(subparsers) -> None:
         "runs",
         help="list the latest runs in the history",
         description="List runs, newest first: id, start time, duration, commit, branch, machine "
-        "fingerprint, places, results (ok/total) and status. A run whose process died shows as "
-        "'interrupted'.",
+        "fingerprint, places, results (ok/total), status, and PROBE: the machine's speed during the "
+        "run, the median time of the reference probe (a fixed numpy workload timed in the worker "
+        "processes beside every trial; lower is faster, comparable between runs of one machine "
+        "only; '-' where none was timed). A run whose process died shows as 'interrupted'.",
     )
     add_db(parser)
     parser.add_argument(
@@ -78,6 +80,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"{r.results_by_status.get('ok', 0)}/{r.results}",
             r.status,
             r.trigger,
+            format_value(r.probe_s, "s") if r.probe_s else "-",
         )
         for r in runs
     ]
@@ -92,8 +95,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         "OK/ALL",
         "STATUS",
         "TRIGGER",
+        "PROBE",
     )
-    print_table(headers, rows, right=(0, 2, 7))
+    print_table(headers, rows, right=(0, 2, 7, 10))
     return 0
 
 

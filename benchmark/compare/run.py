@@ -165,6 +165,8 @@ def compare(req: Request) -> int:
         say(f"compare: checking side A ({req.a}) and side B ({req.b})")
         sides = check_sides({"A": req.a, "B": req.b}, root, say)
         settings = measure.MeasureSettings.quick() if req.quick else measure.MeasureSettings()
+        # A pair's two sides run seconds apart and are judged on their ratio: no reference probe.
+        settings = dataclasses.replace(settings, probe=False)
         say(
             f"compare: {len(cases)} case(s), budget {req.budget_min:g} min, alpha {req.alpha:g} over all "
             f"cases and looks"

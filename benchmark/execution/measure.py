@@ -50,6 +50,9 @@ class MeasureSettings:
     min_rounds: int = 20
     max_rounds: int = 2000
     max_time: float = 1.0
+    # Time the reference probe (benchmark/execution/probe.py) before a worker's first trial and
+    # after each, outside the trial's timing.
+    probe: bool = True
 
     @classmethod
     def quick(cls) -> MeasureSettings:

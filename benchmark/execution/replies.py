@@ -39,6 +39,12 @@ def _mapping(x: Any) -> dict[str, Any] | None:
     return dict(x) if isinstance(x, Mapping) else None
 
 
+def _probe_seconds(x: Any) -> float | None:
+    """The probe figure of a reply's `probe` ({"seconds": ...}): a positive number, else None."""
+    value = _float(x.get("seconds")) if isinstance(x, Mapping) else None
+    return value if value is not None and value > 0 else None
+
+
 @dataclasses.dataclass(frozen=True)
 class TrialRecord:
     """One timing trial as the worker reported it (see `benchmark.runners.worker._time`)."""
@@ -59,6 +65,7 @@ class TrialRecord:
     timed_s: float = 0.0
     info: dict[str, Any] = dataclasses.field(default_factory=dict)  # what the runner says about the case
     traceback: str | None = None
+    probe_s: float | None = None  # the reference probe's figure around the trial (seconds)
 
     @classmethod
     def from_reply(cls, reply: Mapping[str, Any]) -> TrialRecord:
@@ -83,6 +90,7 @@ class TrialRecord:
             timed_s=_float(reply.get("timed_s")) or 0.0,
             info=_mapping(reply.get("info")) or {},
             traceback=None if reply.get("traceback") is None else str(reply.get("traceback")),
+            probe_s=_probe_seconds(reply.get("probe")),
         )
 
     @classmethod
@@ -102,7 +110,7 @@ class TrialRecord:
         if bad:  # NaN, inf or non-positive timings are an error of the trial, never numbers
             ok, message = False, f"invalid timing samples: {bad} of {len(self.samples)} in trial {index + 1}"
         entry = process_entry(index, self.pid, order, OK if ok else ERROR, list(self.samples) if ok else None,
-                              self.iterations, message)  # fmt: skip
+                              self.iterations, message, self.probe_s)  # fmt: skip
         return entry, message
 
 

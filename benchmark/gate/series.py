@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from benchmark.analysis.adjust import Adjustment, estimate
 from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.events import environment_events
@@ -22,7 +23,7 @@ from benchmark.analysis.standing import level_start, level_test, standing_change
 from benchmark.gate.settings import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Decision, Evidence, Series, Verdict
-from benchmark.results import bad_timings, process_values
+from benchmark.results import bad_timings, process_probe, process_values
 
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
 # of two runs: a shorter history falls back to an A/B against the previous run.
@@ -239,6 +240,22 @@ def judge_young(decision: Decision, runs, values, samples, procs, new, new_procs
     return decision
 
 
+def adjusted(adj: Adjustment, probes, values, samples, procs, new, new_procs, result: CaseResult):
+    """(values, samples, process values) of the earlier runs and (samples, process values) of the
+    new run, each divided by its run's factor of `adj` (unchanged where it is not used)."""
+    if not adj.used:
+        return values, samples, procs, new, new_procs
+    factors = [adj.factor(p) for p in probes]
+    f = adj.factor(process_probe(result.processes))
+    return (
+        [v / k for v, k in zip(values, factors, strict=True)],
+        [x / k for x, k in zip(samples, factors, strict=True)],
+        [p / k for p, k in zip(procs, factors, strict=True)],
+        new / f,
+        new_procs / f,
+    )
+
+
 def judge_history(
     decision: Decision,
     base: Series | None,
@@ -252,9 +269,21 @@ def judge_history(
     if not runs:
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
         return decision
+    if s.probe_adjust and base is not None:
+        by_run = dict(zip(base.run_ids, base.probes, strict=False))
+        probes = [by_run.get(r) for r in runs]
+        # estimated from the earlier runs the gate looks at, never from the judged one
+        adj = estimate(values[-s.history_runs :], probes[-s.history_runs :])
+        values, samples, procs, new, new_procs = adjusted(
+            adj, probes, values, samples, procs, new, new_procs, result
+        )
+        if adj.used:
+            decision.adjusted_value = run_value(new_procs, new)
+        decision.probe = adj.describe() if adj.runs else ""
+    value = run_value(new_procs, new)
     if len(values) + 1 < MIN_RUNS:
         return judge_young(decision, runs, values, samples, procs, new, new_procs, s, result.run_id)
-    values = [*values, decision.value][-(s.history_runs + 1) :]
+    values = [*values, value][-(s.history_runs + 1) :]
     samples = [*samples, new][-(s.history_runs + 1) :]
     noise = [process_noise(p) for p in [*procs, new_procs]][-(s.history_runs + 1) :]
     runs = runs[-s.history_runs :]

@@ -5,6 +5,8 @@
       min_effect: 0.05      # smallest relative change that fails a run
       alpha: 0.01           # significance of A/B tests; false discovery rate across a run
       history_runs: 100     # runs of a series the history gate looks at
+      probe_adjust: true    # judge time series on values adjusted by the reference probe, where
+                            # their history shows it lowers their noise (benchmark/analysis/adjust.py)
     instructions:           # a section per other stored metric (benchmark/metrics.py), optional
       min_effect: 0.01      # 1%: the counts repeat to ~0.01% between runs
       noise_floor: 0.001    # the noise assumed at least, relative (deterministic metrics only)
@@ -58,6 +60,7 @@ class GateDefaults(_Strict):
     min_effect: float = Field(default=METRICS[TIME].min_effect, ge=0, lt=10)
     alpha: float = Field(default=0.01, gt=0, lt=0.5)
     history_runs: int = Field(default=100, ge=8)
+    probe_adjust: bool = True
 
     @field_validator("metric")
     @classmethod
@@ -136,6 +139,8 @@ class GateSettings:
     alpha: float
     history_runs: int
     noise_floor: float = 0.0  # relative; the floor under a deterministic metric's noise
+    # Whether a series measured in time may be judged on values adjusted by the reference probe.
+    probe_adjust: bool = True
 
     @property
     def definition(self) -> Metric:
@@ -182,7 +187,16 @@ class Gates:
             alpha=d.alpha,
             history_runs=d.history_runs,
             noise_floor=noise_floor,
+            probe_adjust=d.probe_adjust and get_metric(metric).series == TIME,
         )
+
+
+def with_probe_adjust(gates: Gates, on: bool | None) -> Gates:
+    """The same gates with the reference probe's adjustment on or off (None: unchanged)."""
+    if on is None:
+        return gates
+    defaults = gates.spec.defaults.model_copy(update={"probe_adjust": bool(on)})
+    return Gates(gates.spec.model_copy(update={"defaults": defaults}), gates.source)
 
 
 def with_min_effect(gates: Gates, min_effect: float | None) -> Gates:

@@ -82,6 +82,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="do not raise glibc's mmap/trim thresholds (large CPU tensors then measure page faults)",
     )
     g.addoption(
+        "--bench-no-probe",
+        action="store_true",
+        default=False,
+        help="do not time the reference probe (a fixed numpy workload of about 20 ms, the machine's "
+        "speed) before each worker's first trial and after each trial; the gate then judges this "
+        "run's values raw",
+    )
+    g.addoption(
         "--bench-json",
         default=None,
         metavar="FILE",

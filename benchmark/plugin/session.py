@@ -11,6 +11,7 @@ finished case is recorded at once (`record`): the history store first, then the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -69,6 +70,8 @@ class BenchSession:
         self.root = project_root(config)
         opt = config.getoption
         self.settings = measure.MeasureSettings.quick() if opt("bench_quick") else measure.MeasureSettings()
+        if opt("bench_no_probe"):
+            self.settings = dataclasses.replace(self.settings, probe=False)
         self.threads = measure.pin_threads(opt("bench_threads") or None)
         self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
         self.framework = opt("bench_framework")

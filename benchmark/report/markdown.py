@@ -104,8 +104,7 @@ def _change_table(rows: list[Row]) -> str:
         return "_None._"
     ordered = sorted(rows, key=lambda r: -abs(math.log(r.ratio)) if r.ratio > 0 else 0)
     lines = [
-        [code(r.case_id), text(r.place), text(r.mode), format_value(r.baseline_median, r.unit), format_value(r.new_median, r.unit),
-         effect(r), evidence(r), baseline_used(r)]
+        [code(r.case_id), text(r.place), text(r.mode), *_medians(r), effect(r), evidence(r), baseline_used(r)]
         for r in ordered
     ]  # fmt: skip
     header = [
@@ -119,6 +118,17 @@ def _change_table(rows: list[Row]) -> str:
         "baseline",
     ]
     return _table(header, ("---", "---", "---", "---:", "---:", "---", "---", "---"), lines)
+
+
+def _medians(r: Row) -> tuple[str, str]:
+    """The baseline and new median cells: raw, or where the judge adjusted them by the reference
+    probe, the new raw value with its adjusted one beside it and the baseline marked adjusted."""
+    if r.adjusted_median is None:
+        return format_value(r.baseline_median, r.unit), format_value(r.new_median, r.unit)
+    return (
+        f"{format_value(r.baseline_median, r.unit)} (adjusted)",
+        f"{format_value(r.new_median, r.unit)} (adjusted {format_value(r.adjusted_median, r.unit)})",
+    )
 
 
 def _conf(rows: list[Row]) -> str:

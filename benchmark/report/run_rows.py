@@ -81,6 +81,9 @@ class Row:
     number). Decisions read ``judged``."""
     unit: str = "s"
     new_median: float | None = None
+    # The new run's value adjusted by the reference probe where the judge used it; then the
+    # baseline median and the ratio are adjusted values too (None: all raw).
+    adjusted_median: float | None = None
     baseline_median: float | None = None
     baseline_run_id: int | None = None
     baseline_commit: str | None = None
@@ -150,6 +153,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         verdict=_VERDICTS.get(d.verdict, d.verdict),
         unit=d.unit,
         new_median=d.value,
+        adjusted_median=d.adjusted_value,
         baseline_median=d.baseline_value,
         baseline_run_id=d.baseline_run_id,
         baseline_commit=commits.get(d.baseline_run_id) if d.baseline_run_id is not None else None,

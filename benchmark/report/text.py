@@ -33,7 +33,9 @@ def series_label(item: Any) -> str:
 def format_decision(d: Any) -> str:
     """One line for a decision: verdict, series, metric, effect with interval, evidence, baseline,
     reason (the parts that are empty are left out)."""
-    parts = [*_head_and_effect(d), d.evidence, f"baseline: {d.baseline}" if d.baseline else "", d.reason]
+    adjusted = getattr(d, "adjusted_value", None) is not None
+    parts = [*_head_and_effect(d), d.evidence, f"baseline: {d.baseline}" if d.baseline else "", d.reason,
+             d.probe if adjusted else ""]  # fmt: skip
     return "  ".join(p for p in parts if p)
 
 
@@ -41,7 +43,10 @@ def _head_and_effect(d: Any) -> tuple[str, str]:
     """The start of a decision's line: verdict, series and metric; its effect with interval ('' when
     it has none)."""
     head = f"{str(d.verdict).upper():<12} {series_label(d)} {d.metric}"
-    return head, f"effect {effect(d.effect, d.ci_low, d.ci_high)}" if math.isfinite(d.effect) else ""
+    if not math.isfinite(d.effect):
+        return head, ""
+    adjusted = " probe-adjusted" if getattr(d, "adjusted_value", None) is not None else ""
+    return head, f"effect{adjusted} {effect(d.effect, d.ci_low, d.ci_high)}"
 
 
 BRIEF_WIDTH = 120
@@ -77,13 +82,19 @@ def regime(d: Any) -> str | None:
 
 
 def regime_line(decisions: Iterable[Any]) -> str | None:
-    """``judged by: the history detector 30, a young series' level 4`` (None when nothing was)."""
+    """``judged by: the history detector 30, a young series' level 4; on values adjusted by the
+    machine probe: 12`` (None when nothing was)."""
     counts: dict[str, int] = {}
+    adjusted = 0
     for d in decisions:
         r = regime(d)
         if r is not None:
             counts[r] = counts.get(r, 0) + 1
-    return "judged by: " + ", ".join(f"{r} {n}" for r, n in counts.items()) if counts else None
+            adjusted += getattr(d, "adjusted_value", None) is not None
+    if not counts:
+        return None
+    line = "judged by: " + ", ".join(f"{r} {n}" for r, n in counts.items())
+    return line + (f"; on values adjusted by the machine probe: {adjusted}" if adjusted else "")
 
 
 def skipped_lines(decisions: Iterable[Any]) -> list[str]:

@@ -24,9 +24,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from benchmark.execution.probe import Probe, around
 from benchmark.limits import WORKER_FRAMEWORK_BYTES
 
 WORKER_FRAMEWORK_GIB = WORKER_FRAMEWORK_BYTES / 1024**3
+# This process's reference probe: timed before its first trial and after each (`_time`).
+PROBE = Probe()
 TaskFn = Callable[[Any, dict[str, Any], argparse.Namespace], dict[str, Any]]
 
 
@@ -44,12 +47,16 @@ def _time(case, params, options) -> dict[str, Any]:
     torch equivalent with the same settings, `profile` true runs the profile pass, writing a chrome
     trace to `trace` if given). The record's `samples` are host seconds per iteration, one per
     timed round, all from this process; on a device place `device_samples` are device seconds per
-    iteration from events around up to 50 further rounds."""
+    iteration from events around up to 50 further rounds. With `settings.probe` (the default) the
+    record's `probe` holds the reference probe's figure around the trial (`seconds`: the geometric
+    mean of the probes before and after it) and both probes' parts; the one before is the probe
+    after this process's previous trial, or one timed now for its first."""
     from benchmark import runners
     from benchmark.execution import measure
 
     settings = measure.MeasureSettings().override(params.get("settings") or {})
     diagnose = params.get("diagnose") or {}
+    before = (PROBE.last or PROBE.run()) if settings.probe else None
     t0, c0 = time.perf_counter(), time.process_time()
     prepared = runners.prepare(case)
     try:
@@ -64,6 +71,11 @@ def _time(case, params, options) -> dict[str, Any]:
         extra = run_checks(case, prepared, diagnose, settings)
     finally:
         prepared.close()
+    case_s, case_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+    probe = None
+    if before is not None:
+        after = PROBE.run()
+        probe = {"seconds": around(before, after), "before": before.to_dict(), "after": after.to_dict()}
     return {
         "status": "ok",
         "samples": samples,
@@ -77,8 +89,9 @@ def _time(case, params, options) -> dict[str, Any]:
         "prepare_s": prepare_s,
         "warmup_s": counters["warmup_s"],
         "timed_s": counters["timed_s"],
-        "case_s": time.perf_counter() - t0,
-        "case_cpu_s": time.process_time() - c0,
+        "case_s": case_s,
+        "case_cpu_s": case_cpu_s,
+        "probe": probe,
         "info": info,
         **extra,
     }

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -248,6 +249,7 @@ class Store(StoreReads):
                     self._import_batch(conn, run_id, machine_id, values, pending)
             if pending:
                 self._import_batch(conn, run_id, machine_id, values, pending)
+            conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(probe_s=_run_probe(conn, run_id)))
             return run_id
 
         try:
@@ -319,7 +321,7 @@ class Store(StoreReads):
             stmt = (
                 sa.update(RUN)
                 .where(RUN.c.id == run_id)
-                .values(status=recorded, finished_at=finished, note=why)
+                .values(status=recorded, finished_at=finished, note=why, probe_s=_run_probe(conn, run_id))
             )
             conn.execute(stmt)
             return recorded
@@ -464,6 +466,17 @@ def _new_id(result: sa.CursorResult) -> int:
 
 def missing_note(expected: int, stored: int) -> str:
     return f"{expected - stored} of {expected} results missing"
+
+
+def _run_probe(conn: Connection, run_id: int) -> float | None:
+    """The median reference-probe figure over a run's trials (seconds), None where none has one."""
+    query = (
+        sa.select(PROCESS.c.probe_s)
+        .join(RESULT, RESULT.c.id == PROCESS.c.result_id)
+        .where(RESULT.c.run_id == run_id, PROCESS.c.probe_s.is_not(None))
+    )
+    probes = [float(p) for p in conn.execute(query).scalars()]
+    return statistics.median(probes) if probes else None
 
 
 def _count_results(conn: Connection, run_id: int) -> int:

@@ -191,6 +191,9 @@ class RunRow(Base):
     import_source: Mapped[str | None] = mapped_column(sa.String(255))
     import_sha256: Mapped[str | None] = mapped_column(sa.String(64))
     baseline: Mapped[bool] = mapped_column(sa.Boolean(), server_default=sa.true())
+    # Added in revision 0008. The reference probe's median figure over the run's trials, seconds
+    # (the machine's speed during the run; None: no probe was timed).
+    probe_s: Mapped[float | None] = mapped_column(sa.Double())
 
 
 class CaseRow(Base):
@@ -306,6 +309,8 @@ class ResultProcessRow(Base):
     iterations: Mapped[int] = mapped_column(sa.Integer())
     samples: Mapped[bytes | None] = mapped_column(sa.LargeBinary())
     message: Mapped[str | None] = mapped_column(sa.Text())
+    # Added in revision 0008: the reference probe's figure around the trial, seconds.
+    probe_s: Mapped[float | None] = mapped_column(sa.Double())
 
 
 # The tables as SQLAlchemy Core handles (the store's queries are Core statements).

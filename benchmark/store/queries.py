@@ -276,18 +276,26 @@ def fill_commits(conn: Connection, baselines: Iterable[Series]) -> None:
 
 
 def fill_process_values(conn: Connection, baselines: Iterable[Series]) -> None:
+    """Each series' `process_values` (its ok trials' values, in trial order) and `probes` (the
+    median reference-probe figure of those trials, NaN where none has one)."""
     baselines = list(baselines)
     result_ids = [r for b in baselines for r in b.result_ids]
     values: dict[int, list[float]] = {}
+    probes: dict[int, list[float]] = {}
     for start in range(0, len(result_ids), 10_000):
         chunk = result_ids[start : start + 10_000]
         query = (
-            sa.select(PROCESS.c.result_id, PROCESS.c.value)
+            sa.select(PROCESS.c.result_id, PROCESS.c.value, PROCESS.c.probe_s)
             .where(PROCESS.c.result_id.in_(chunk), PROCESS.c.status == "ok")
             .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
         )
-        for rid, value in conn.execute(query).all():
+        for rid, value, probe in conn.execute(query).all():
             if value is not None:
                 values.setdefault(rid, []).append(value)
+            if probe is not None and probe > 0:
+                probes.setdefault(rid, []).append(probe)
     for baseline in baselines:
         baseline.process_values = [np.asarray(values.get(r, []), dtype=float) for r in baseline.result_ids]
+        baseline.probes = np.array(
+            [float(np.median(probes[r])) if r in probes else np.nan for r in baseline.result_ids], dtype=float
+        )

@@ -49,7 +49,7 @@ RUN_FIELDS = (
     "id", "machine_id", "started_at", "finished_at", "heartbeat_at", "git_commit", "git_branch",
     "git_dirty", "paddle_version", "paddle_commit", "cuda_version", "cudnn_version", "trigger",
     "hostname", "pid", "expected_results", "run_group", "heartbeat_s", "note", "machine",
-    "import_source", "import_sha256", "baseline",
+    "import_source", "import_sha256", "baseline", "probe_s",
 )  # fmt: skip
 # The columns of `history_query` a `HistoryPoint` takes as they are.
 HISTORY_FIELDS = (

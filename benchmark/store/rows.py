@@ -170,6 +170,7 @@ def process_rows(result_id: int, processes: Iterable[Mapping[str, Any]] | None) 
                 "iterations": int(p.get("iterations") or 1),
                 "samples": encode_samples(samples),
                 "message": p.get("message"),
+                "probe_s": _float(p.get("probe_s")),
             }
         )
     return rows
@@ -187,6 +188,7 @@ def process_value(row: Mapping[Any, Any]) -> ProcessValue:
         samples=() if samples is None else tuple(samples.tolist()),
         iterations=row["iterations"],
         message=row["message"],
+        probe_s=row.get("probe_s"),
     )
 
 
