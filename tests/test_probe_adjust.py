@@ -17,6 +17,7 @@ from benchmark.analysis.adjust import MIN_RUNS, estimate
 from benchmark.cli import main
 from benchmark.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
+from benchmark.units import format_value
 
 MACHINE = {"hostname": "probe-host", "cpu_model": "test", "fingerprint": "probemachine0001"}
 CASES = {"abs-fwd": 20e-6, "mul-fwd": 30e-6, "sum-fwd": 50e-6, "softmax-fwd": 80e-6}
@@ -164,3 +165,34 @@ def test_a_real_run_stores_the_probe_per_process_and_per_run_and_lists_it(tmp_pa
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-1] == "PROBE"
     assert lines[1].split()[-1] == "-" and lines[2].rstrip().endswith("ms")
+
+
+def test_the_report_and_the_trend_plot_show_the_raw_value_with_the_adjusted_one_beside_it(
+    url, capsys, tmp_path
+):
+    from benchmark.report import trend
+    from benchmark.report.run_rows import load_series
+
+    rng = np.random.default_rng(3)
+    _history(url, rng, sd=0.02)
+    _record(url, 14, rng, machine=1.0, framework=1.15)
+    run_id = _record(url, 15, rng, machine=1.0, framework=1.15)
+    decision = _gate(url, run_id, capsys)["abs-fwd"]
+    main(["report", "--db", url, "--run", str(run_id), "--format", "md"])
+    # the regressions table's row (the history table below has one too)
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| `abs-fwd`"))
+    # the new median raw, its adjusted value beside it, the baseline marked adjusted
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[4].endswith("(adjusted)"), row
+    assert (
+        cells[5] == f"{format_value(decision['value'])} (adjusted {format_value(decision['adjusted_value'])})"
+    )
+    with open_store(url) as store:
+        (series,) = load_series(store, ["abs-fwd"])
+    ax = trend.trend_plot(series).axes[0]
+    (adjusted,) = [line for line in ax.lines if line.get_gid() == "adjusted"]
+    (median,) = [line for line in ax.lines if line.get_gid() == "median"]
+    assert len(adjusted.get_ydata()) == len(median.get_ydata()) == 16
+    # the machine's drift is out of the adjusted line: it moves less before the slowdown
+    raw_before, adj_before = np.log(median.get_ydata()[:14]), np.log(adjusted.get_ydata()[:14])
+    assert np.std(adj_before) < 0.5 * np.std(raw_before)

@@ -82,7 +82,7 @@ def _theil_sen(dp: np.ndarray, dv: np.ndarray, keep: np.ndarray) -> float:
     return float(np.median((v[j] - v[i])[ok] / run[ok]))
 
 
-def estimate(values: Sequence[float], probes: Sequence[float | None]) -> Adjustment:
+def estimate(values: Sequence[float] | np.ndarray, probes: Sequence[float | None] | np.ndarray) -> Adjustment:
     """The adjustment of a series from its history: run values (the metric's, positive) and the
     probe figure beside each (None or NaN where the run has none), oldest first."""
     v = np.asarray(values, dtype=float)

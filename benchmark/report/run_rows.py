@@ -162,7 +162,16 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         ci_high=1.0 + d.ci_high,
         p_value=d.p_value,
         q_value=d.q_value,
-        reason="; ".join(x for x in (d.evidence, d.baseline and f"baseline: {d.baseline}", d.reason) if x),
+        reason="; ".join(
+            x
+            for x in (
+                d.evidence,
+                d.baseline and f"baseline: {d.baseline}",
+                d.reason,
+                d.probe if d.adjusted_value is not None else "",
+            )
+            if x
+        ),  # fmt: skip
         message=d.reason if d.verdict in ("failed", "error", "skipped") else None,
         history=d.verdict if alerted else None,
         history_magnitude=d.effect if alerted else math.nan,
@@ -269,6 +278,8 @@ def judged_by_series(rows: Iterable[Row], machine: str) -> dict[tuple, Judged]:
         effect = (
             words.effect(r.ratio - 1.0, r.ci_low - 1.0, r.ci_high - 1.0) if math.isfinite(r.ratio) else ""
         )
+        if effect and r.adjusted_median is not None:  # as `benchmark gate` marks it
+            effect = f"probe-adjusted {effect}"
         judged = Judged(JUDGED_STATUS.get(r.judged, NOT_IN_RUN), effect, r.reason or (r.message or ""))
         out[key if r.metric == TIME else (*key, r.metric)] = judged
     return out
@@ -312,6 +323,12 @@ def _ts(value: Any) -> float:
     return value.timestamp() if hasattr(value, "timestamp") else float(value)
 
 
+def _probe(processes) -> float:
+    """The median reference-probe figure of a result's ok trials; NaN where none has one."""
+    probes = [v.probe_s for v in processes or () if v.status == "ok" and v.probe_s]
+    return float(np.median(probes)) if probes else math.nan
+
+
 def _series_from_rows(points: list[HistoryPoint]) -> Series:
     first = points[0]
     ok = [p for p in points if p.status == "ok" and p.median is not None]
@@ -339,6 +356,7 @@ def _series_from_rows(points: list[HistoryPoint]) -> Series:
             _finite([v.value for v in p.processes or () if v.status == "ok" and v.value is not None])
             for p in ok
         ]
+        s.probes = np.array([_probe(p.processes) for p in ok], dtype=float)
     # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
     s.events = environment_events([p.machine_env for p in ok])
     s.others = [

@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
+from benchmark.analysis.adjust import estimate
 from benchmark.metrics import TIME, get_metric, views_of
 from benchmark.model import Series
 from benchmark.report.plots import (
@@ -26,6 +27,7 @@ from benchmark.report.run_rows import IMPROVEMENT, SeriesAnalysis, analyse
 from benchmark.units import time_scale
 
 MEDIAN_COLOR, BAND_COLOR, SAMPLE_COLOR, PROCESS_COLOR = "#1f4e9c", "#8fb3e8", "#6b6b6b", "#d9822b"
+ADJUSTED_COLOR = "#7b1fa2"
 TREND_SIZE = (11.0, 5.0)
 DENSE_RUNS = 120
 ZOOM_RUNS = 40
@@ -289,6 +291,7 @@ def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int
     (line,) = ax.plot(x, med[start:], color=MEDIAN_COLOR, lw=0.6 if dense else 1.4, marker="o",
                       ms=2.2 if dense else 3, label="median per run", zorder=5)  # fmt: skip
     line.set_gid("median")
+    _draw_adjusted(ax, series, med, start)
     if analysis.change_points:
         _draw_levels(ax, med, analysis, start)
     _draw_change_points(ax, analysis, n, start)
@@ -298,6 +301,23 @@ def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int
     _set_x_axis(ax, series, max_ticks, start, xlabel)
     ax.grid(True, axis="y", alpha=0.3)
     return n_points, hidden
+
+
+def _draw_adjusted(ax, series: Series, med: np.ndarray, start: int) -> None:
+    """The run values adjusted by the reference probe, dashed beside the raw ones, where the
+    series' history shows its values follow the probe (`benchmark.analysis.adjust.estimate` over
+    the whole series); nothing otherwise."""
+    probes = series.probes
+    if probes.size != med.size or not np.isfinite(probes).any():
+        return
+    adj = estimate(med, probes)
+    if not adj.used:
+        return
+    factors = np.array([adj.factor(p) for p in probes])
+    x = np.arange(start, med.size)
+    (line,) = ax.plot(x, (med / factors)[start:], color=ADJUSTED_COLOR, lw=1.0, ls="--", marker=None,
+                      label=f"adjusted by the machine probe (beta {adj.beta:.2f})", zorder=4)  # fmt: skip
+    line.set_gid("adjusted")
 
 
 def _trend_note(series: Series, analysis: SeriesAnalysis, n_points: int, hidden: int) -> str:
