@@ -109,6 +109,15 @@ def register(sub) -> None:
         metavar="N",
         help="OMP/MKL/paddle threads of the workers unless set in the environment (default 1; 0: leave)",
     )
+    p.add_argument(
+        "--pairing",
+        choices=ec.PAIRINGS,
+        default=ec.DEFAULT_PAIRING,
+        help="how a pair's two trials run: back-to-back (one side then the other, seconds apart) or "
+        "simultaneous (both at once, each side's worker pinned to its own core, the cores swapped "
+        "every step, a barrier before the timed rounds; needs 2 cores; docs/compare.md) "
+        f"(default {ec.DEFAULT_PAIRING})",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the randomized order (default: random)")
     add_db(p)
     p.add_argument("--no-store", action="store_true", help="do not store the comparison in the history")
@@ -169,5 +178,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         worker_log=args.worker_log,
         quiet=args.quiet,
         instructions=args.instructions,
+        pairing=args.pairing,
     )
     return compare(request)

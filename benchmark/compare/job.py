@@ -1,10 +1,14 @@
 """The job of a comparison: steps of a fresh worker per side, timing every still-open case once on
-each side back to back (cases in a random order, the side first drawn per case), and the
-sequential verdict of every case after each step."""
+each side (cases in a random order), and the sequential verdict of every case after each step.
+A pair's two trials run back to back (the side first drawn per case) or, with `pairing`
+"simultaneous", at the same time, each side's worker pinned to its own core and the cores swapped
+from step to step (`serve_simultaneous`)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +32,9 @@ from benchmark.compare.settings import (  # noqa: F401 (the defaults, read from 
     DEFAULT_BUDGET_MIN,
     DEFAULT_MAX_PAIRS,
     DEFAULT_MIN_EFFECT,
+    DEFAULT_PAIRING,
     DEFAULT_TRIAL_PROCESSES,
+    PAIRINGS,
     SIDES,
 )
 
@@ -101,6 +107,7 @@ class Job:
     interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: what was measured is kept
     # With --instructions: {"measured": False, "reason": ...} or {"measured": True, "valgrind": ...}
     instructions: dict[str, Any] | None = None
+    pairing: str = DEFAULT_PAIRING  # how each pair's two trials ran (PAIRINGS)
 
     def verdicts(self) -> list[str]:
         return [s.verdict for s in self.states]
@@ -164,6 +171,82 @@ def serve_pairs(
     return got
 
 
+def pair_cores(step: int, cores: Sequence[int]) -> dict[str, int]:
+    """The core of each side in step `step` of a simultaneous job: the first two of `cores`,
+    swapped from one step to the next, so that neither side keeps the better core."""
+    first, second = cores[0], cores[1]
+    return {"A": first, "B": second} if step % 2 == 0 else {"A": second, "B": first}
+
+
+def free_cores() -> list[int]:
+    """The cores this process may run on (its affinity), in order."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def pin(worker, core: int | None) -> None:
+    """Pin a worker process (and the threads it starts later) to one core; nothing where the system
+    has no affinity call or the process is gone."""
+    if core is None or not hasattr(os, "sched_setaffinity"):
+        return
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(worker.proc.pid, {core})
+
+
+def serve_simultaneous(
+    workers: dict[str, Any],
+    sides: dict[str, Side],
+    members: Sequence[CaseState],
+    params: Sequence[dict],
+    rng: random.Random,
+    order: int,
+    used: list,
+    output=None,
+    cores: dict[str, int] | None = None,
+) -> dict[str, dict[str, tuple[TrialRecord, int]]]:
+    """One timing trial of each of `members` on both sides at the same time, each side's worker on
+    its own core (`cores`): both get the request, prepare, warm up and calibrate the case, and wait
+    at a barrier; once both are there, both are released and time their rounds side by side (the
+    same settings, so about the same length). A side that fails before the barrier releases the
+    other, which times alone; a fresh worker (on the same core) takes over a side whose worker died.
+    Returns {side: {case key: (its trial record, its trial order)}}, as `serve_pairs`."""
+
+    got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
+    current = dict(workers)
+    timeout = trials.TRIAL_TIMEOUT_S
+    for state, p in zip(members, params, strict=True):
+        labels = list(current)
+        rng.shuffle(labels)
+        early: dict[str, dict] = {}
+        for label in labels:
+            if not current[label].alive():
+                current[label] = start_worker(sides[label], output)
+                pin(current[label], (cores or {}).get(label))
+                used.append(current[label])
+            failed = current[label].send("time", state.case, {**p, "barrier": True})
+            if failed is not None:
+                early[label] = failed
+        for label in labels:
+            if label not in early:
+                reply = current[label].receive(timeout_s=timeout)
+                if not reply.get("barrier"):
+                    early[label] = reply  # it ended before the barrier (an error, a skip)
+        for label in labels:
+            if label not in early:
+                current[label].release()
+        for label in labels:
+            worker = current[label]
+            reply = early[label] if label in early else worker.receive(timeout_s=timeout)
+            record = TrialRecord.from_reply(reply)
+            if record.status == "error" and not worker.alive():
+                code = worker.proc.returncode
+                record = dataclasses.replace(
+                    record, message=f"{record.message} (exit status {code}, side {label})"
+                )
+            got[label][state.key] = (record, order)
+            order += 1
+    return got
+
+
 def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
     """The `time` request's settings of one trial of `case`: `base` with the case's own `measure`
     overrides, per process as in a suite run of `processes` worker processes."""
@@ -209,6 +292,7 @@ def run_job(
     on_step: Callable[[Job], None] | None = None,
     worker_output=None,
     allocator_control: bool = True,
+    pairing: str = DEFAULT_PAIRING,
 ) -> Job:
     """Measure `cases` on both sides in alternating randomized steps until each is decided, the
     budget would be overrun or `max_pairs` is reached (see the module docstring). `min_effect(case)`
@@ -221,8 +305,25 @@ def run_job(
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     rng = random.Random(seed)
     states = [CaseState(case=c, min_effect=float(min_effect(c))) for c in cases]
-    job = Job(sides=sides, states=states, budget_s=budget_s, alpha=alpha, seed=seed)
-    plan = StepPlan(settings, max_pairs, processes, allocator_control, worker_output, progress, on_step)
+    job = Job(sides=sides, states=states, budget_s=budget_s, alpha=alpha, seed=seed, pairing=pairing)
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {', '.join(PAIRINGS)}, not {pairing!r}")
+    cores = free_cores() if pairing == "simultaneous" else []
+    if pairing == "simultaneous" and len(cores) < 2:
+        raise CompareError(
+            f"--pairing simultaneous needs 2 cores to run the sides on, this process may use {len(cores)}"
+        )
+    plan = StepPlan(
+        settings,
+        max_pairs,
+        processes,
+        allocator_control,
+        worker_output,
+        progress,
+        on_step,
+        pairing,
+        tuple(cores),
+    )
     start = time.monotonic()
     try:
         finished = _steps(job, plan, rng, start)
@@ -250,6 +351,8 @@ class StepPlan:
     worker_output: Any
     progress: Callable[[str], None]
     on_step: Callable[[Job], None] | None
+    pairing: str = "back-to-back"
+    cores: tuple[int, ...] = ()  # the cores the sides of a simultaneous pair run on
 
 
 def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
@@ -277,6 +380,9 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
         labels = list(SIDES)
         rng.shuffle(labels)
         workers = {label: start_worker(sides[label], worker_output) for label in labels}
+        cores = pair_cores(job.steps, plan.cores) if plan.pairing == "simultaneous" else None
+        for label, w in workers.items():  # pinned before they import the framework
+            pin(w, (cores or {}).get(label))
         for w in finished:
             close_quietly(w)
         finished = list(workers.values())
@@ -292,7 +398,12 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
                 }
                 for m in members
             ]
-            got = serve_pairs(workers, sides, members, params, rng, order, finished, worker_output)
+            if plan.pairing == "simultaneous":
+                got = serve_simultaneous(
+                    workers, sides, members, params, rng, order, finished, worker_output, cores
+                )
+            else:
+                got = serve_pairs(workers, sides, members, params, rng, order, finished, worker_output)
             order += 2 * len(members)
         except BaseException:
             for w in finished:

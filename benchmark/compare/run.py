@@ -68,6 +68,7 @@ class Request:
     worker_log: str = os.devnull
     quiet: bool = False
     instructions: bool = False
+    pairing: str = jobs.DEFAULT_PAIRING
 
 
 def check_request(req: Request) -> None:
@@ -185,13 +186,14 @@ def compare(req: Request) -> int:
                     seed=req.seed,
                     on_step=live.step,  # a live table of the estimates on a terminal, a line now and then off one
                     worker_output=log,
+                    pairing=req.pairing,
                 )
                 live.step(job, final=True)  # the table ends on the final decisions, as printed below
             print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
             for s in job.states:
                 print(case_line(s))
             print(
-                f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); seed {job.seed}; "
+                f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); {job.pairing} pairs; seed {job.seed}; "
                 f"B/A > 1: B is slower; intervals: {interval_level(job)}",
                 flush=True,
             )

@@ -9,3 +9,6 @@ DEFAULT_ALPHA = 0.01  # a job's error budget for slower/faster verdicts, over al
 DEFAULT_MIN_EFFECT = 0.02  # differences below 2% are "same"
 DEFAULT_MAX_PAIRS = 200
 DEFAULT_TRIAL_PROCESSES = 3  # each trial gets the settings of one of 3 suite processes (per_process)
+# How a pair's two trials run: one after the other, or at the same time on two cores.
+PAIRINGS = ("back-to-back", "simultaneous")
+DEFAULT_PAIRING = "back-to-back"

@@ -315,15 +315,21 @@ def measure_plain(prepared, settings: MeasureSettings) -> list[float]:
 
 
 def measure_rounds(
-    prepared, settings: MeasureSettings, counters: dict[str, Any] | None = None
+    prepared,
+    settings: MeasureSettings,
+    counters: dict[str, Any] | None = None,
+    before_timing: Callable[[], None] | None = None,
 ) -> tuple[list[float], Plan]:
     """Warm up, calibrate and time synchronized rounds: (seconds per iteration per round, plan).
     What a worker process's `time` task runs (benchmark/runners/worker.py). `counters`, if given,
     gets `minor_faults` (the minor page faults of the timed rounds, warmup excluded), `warmup_s`
-    and `timed_s` (wall seconds of the warmup and of the timed rounds)."""
+    and `timed_s` (wall seconds of the warmup and of the timed rounds). `before_timing`, if given,
+    is called between the calibration and the first timed round (a barrier with another worker)."""
     t0 = time.perf_counter()
     n_warm, estimate = warmup(prepared.step, prepared.sync, settings)
     p = plan(estimate, n_warm, settings)
+    if before_timing is not None:
+        before_timing()
     t1 = time.perf_counter()
     faults0 = minor_faults()
     samples = []

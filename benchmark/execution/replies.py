@@ -66,6 +66,8 @@ class TrialRecord:
     info: dict[str, Any] = dataclasses.field(default_factory=dict)  # what the runner says about the case
     traceback: str | None = None
     probe_s: float | None = None  # the reference probe's figure around the trial (seconds)
+    # When the timed rounds ran: (start, end), epoch seconds of the worker's clock.
+    timed_window: tuple[float, ...] | None = None
 
     @classmethod
     def from_reply(cls, reply: Mapping[str, Any]) -> TrialRecord:
@@ -91,6 +93,7 @@ class TrialRecord:
             info=_mapping(reply.get("info")) or {},
             traceback=None if reply.get("traceback") is None else str(reply.get("traceback")),
             probe_s=_probe_seconds(reply.get("probe")),
+            timed_window=_floats(reply.get("timed_window")),
         )
 
     @classmethod

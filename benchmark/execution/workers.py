@@ -151,19 +151,39 @@ class Worker:
         self, task: str, case: Case, params: dict[str, Any] | None = None, *, timeout_s: float
     ) -> dict:
         """Send one case; its record, or an error record if the worker died or timed out."""
+        failed = self.send(task, case, params)
+        return failed if failed is not None else self.receive(timeout_s=timeout_s)
+
+    def send(self, task: str, case: Case, params: dict[str, Any] | None = None) -> dict | None:
+        """Send one request without waiting for its record (`receive` reads it); None when sent,
+        else the error record of a worker that is not there to take it."""
         if not self.alive():
             return self._fail("not running")
         if not self.wait_ready():
             return self._fail("did not start (no ready line)")
         message = {"task": task, "case": case.to_json(), "params": params or {}}
+        failed = self._write(json.dumps(message), "exited before the request")
+        if failed is None:
+            self.requests += 1
+        return failed
+
+    def release(self) -> None:
+        """The go line a worker waits for at a barrier (`params["barrier"]` of a `time` request)."""
+        self._write("go", "exited at the barrier")
+
+    def _write(self, line: str, why: str) -> dict | None:
         stdin = self.proc.stdin
         assert stdin is not None  # opened with stdin=PIPE
         try:
-            stdin.write(json.dumps(message) + "\n")
+            stdin.write(line + "\n")
             stdin.flush()
         except (BrokenPipeError, OSError):
-            return self._fail("exited before the request")
-        self.requests += 1
+            return self._fail(why)
+        return None
+
+    def receive(self, *, timeout_s: float) -> dict:
+        """The next record of the request sent (or its barrier line, `{"barrier": true}`), or an
+        error record if the worker died or did not answer within `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         line = self._read_line(deadline)
         if line is None:

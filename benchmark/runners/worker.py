@@ -45,9 +45,10 @@ def _time(case, params, options) -> dict[str, Any]:
     params: `settings` (MeasureSettings fields to override); `diagnose` (optional, after the timed
     rounds, never inside them: `accuracy` true runs the reference check, `vs_torch` true times the
     torch equivalent with the same settings, `profile` true runs the profile pass, writing a chrome
-    trace to `trace` if given). The record's `samples` are host seconds per iteration, one per
-    timed round, all from this process; on a device place `device_samples` are device seconds per
-    iteration from events around up to 50 further rounds. With `settings.probe` (the default) the
+    trace to `trace` if given); `barrier` (optional): after the calibration, write a barrier line
+    and wait for the parent's next line before the first timed round. The record's `samples` are
+    host seconds per iteration, one per timed round, all from this process; on a device place
+    `device_samples` are device seconds per iteration from events around up to 50 further rounds. With `settings.probe` (the default) the
     record's `probe` holds the reference probe's figure around the trial (`seconds`: the geometric
     mean of the probes before and after it) and both probes' parts; the one before is the probe
     after this process's previous trial, or one timed now for its first."""
@@ -62,7 +63,9 @@ def _time(case, params, options) -> dict[str, Any]:
     try:
         prepare_s = time.perf_counter() - t0
         counters: dict[str, Any] = {}
-        samples, plan = measure.measure_rounds(prepared, settings, counters)
+        barrier = getattr(options, "barrier", None) if params.get("barrier") else None
+        samples, plan = measure.measure_rounds(prepared, settings, counters, barrier)
+        timed_end = time.time()
         faults = counters["minor_faults"]
         device = measure.device_times(prepared, plan, min(plan.rounds, 50)) if case.place != "cpu" else None
         peak = prepared.peak_memory() if prepared.peak_memory else None
@@ -89,6 +92,7 @@ def _time(case, params, options) -> dict[str, Any]:
         "prepare_s": prepare_s,
         "warmup_s": counters["warmup_s"],
         "timed_s": counters["timed_s"],
+        "timed_window": [timed_end - counters["timed_s"], timed_end],  # epoch seconds
         "case_s": case_s,
         "case_cpu_s": case_cpu_s,
         "probe": probe,
@@ -218,6 +222,14 @@ def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]]
     if options.fork_per_request:
         serve_forked(options, requests, emit, (ok, reason))
         return
+
+    def barrier() -> None:
+        # A simultaneous pair (`benchmark compare --pairing simultaneous`): say the case is
+        # calibrated, and wait for the parent's go line, sent once both workers of the pair are.
+        emit({"barrier": True})
+        requests.readline()
+
+    options.barrier = barrier
     allocator_done = False
     for line in requests:
         if not line.strip():
