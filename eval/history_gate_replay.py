@@ -42,13 +42,14 @@ from scipy import stats as sps
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmark.analysis.adjust import estimate  # noqa: E402
 from benchmark.analysis.history import Params  # noqa: E402
 from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
 from benchmark.gate.series import run_value  # noqa: E402
-from benchmark.gate.settings import load_gates  # noqa: E402
+from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
 from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
 from benchmark.records import ProcessValue  # noqa: E402
-from benchmark.results import process_values  # noqa: E402
+from benchmark.results import process_probe, process_values  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 
@@ -80,6 +81,7 @@ def _series(key: SeriesKey, history: list[tuple[int, CaseResult]]) -> Series:
         commits=[None] * len(history),
         samples=samples,
         process_values=procs,
+        probes=np.asarray([process_probe(r.processes) or np.nan for _, r in history], dtype=float),
     )
 
 
@@ -192,13 +194,21 @@ def main(argv=None) -> int:
         "1: the detector alone)",
     )
     parser.add_argument("--gates", default=None, help="gate settings (default configs/gates.yaml)")
+    parser.add_argument(
+        "--probe-adjust",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="judge on values adjusted by the reference probe where a series' history shows it lowers "
+        "its noise (default: probe_adjust of --gates, true), or raw (--no-probe-adjust); a slowed "
+        "case's probe does not move, as a slowdown of the framework's would not",
+    )
     args = parser.parse_args(argv)
     runs = load(args.db)
     if len(runs) < 14:
         parser.error(
             f"{args.db} holds {len(runs)} runs; the history gate needs 12 earlier runs, so at least 14"
         )
-    gates = load_gates(args.gates)
+    gates = with_probe_adjust(load_gates(args.gates), args.probe_adjust)
     fdr_alpha = gates.spec.defaults.alpha if args.fdr_alpha is None else args.fdr_alpha
     if not 1 <= args.after <= len(runs) - 12:
         parser.error(
@@ -210,9 +220,10 @@ def main(argv=None) -> int:
         runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha, args.after, args.history
     )
     drawn = "" if args.history is None else f", histories of {args.history} runs drawn with replacement"
+    adjusted = "adjusted by the probe" if gates.spec.defaults.probe_adjust else "raw values"
     print(
         f"{len(runs)} recorded runs, {len(caught)} time series, slowdown {args.slowdown:+.1%}, {args.trials} trials"
-        + f", Benjamini-Hochberg at {fdr_alpha:g}{drawn}"
+        + f", Benjamini-Hochberg at {fdr_alpha:g}{drawn}, {adjusted}"
     )
     print(
         f"{'case':<50} {'place':<5} {'mode':<9} {'noise':>6} {'min eff':>7} "
@@ -230,6 +241,10 @@ def main(argv=None) -> int:
             run_value(np.asarray(process_values(r[k].processes)), np.asarray(r[k].samples)) for r in runs
         ]
         logs = np.log(np.asarray(values, dtype=float))
+        if gates.spec.defaults.probe_adjust:  # the noise the adjusted values have, as the gate would see it
+            probes = [process_probe(r[k].processes) for r in runs]
+            adj = estimate(np.exp(logs), probes)
+            logs = logs - np.log([adj.factor(p) for p in probes])
         noise = float(np.std(np.diff(logs), ddof=1) / np.sqrt(2))
         min_effect = gates.for_case(k.case_id, runs[0][k].name, k.place, "time").min_effect
         shares.append(by[by_run - 1] / n)

@@ -1,0 +1,149 @@
+"""Simultaneous pairs against back-to-back pairs for `benchmark compare` (issue 29, part 2), in one
+sitting: the same cases, the two pairings alternated job by job.
+
+    python eval/compare_pairing.py --rounds 3 --budget-min 3 -k 'abs-1000x1000-fwd or ...' [--slowdown 0.03]
+
+Each round runs four real `benchmark compare` jobs (`--json`), in a random order: identical
+environments (A/A) and environments where B's `paddle.<op>` is slower by `--slowdown` (the .pth
+hook of eval/compare_verdicts.py), each with `--pairing back-to-back` and with `--pairing
+simultaneous`. The venvs see this interpreter's packages (tests/compare_venvs.py).
+
+It prints, per pairing: per case, the spread of the pairs' log ratios log(B/A) over all A/A jobs
+(their standard deviation; the noise a pair carries), the A/A jobs' slower/faster verdicts (each
+one false), how many slowdown jobs named the slowed op's cases alone as slower, and the jobs' wall
+time. Every job's figures are appended to WORKDIR/jobs.jsonl as it ends. A benchmark on the
+machine it runs on, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the compare tests' venv and .pth-hook helpers
+sys.path.insert(0, str(ROOT / "eval"))
+
+from compare_venvs import make_venv, pth_hook  # noqa: E402
+from compare_verdicts import SLOWDOWN  # noqa: E402
+
+PAIRINGS = ("back-to-back", "simultaneous")
+
+
+def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
+    cmd = [
+        sys.executable, "-m", "benchmark.cli", "compare", "--a", str(python_a), "--b", str(python_b),
+        "-k", args.keyword, "--place", "cpu", "--budget-min", str(args.budget_min), "--pairing", pairing,
+        "--no-store", "--quiet", "--json", str(out),
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - t0
+    if not out.exists():
+        return {"exit": proc.returncode, "wall_s": wall, "error": proc.stderr.strip()[-300:]}
+    doc = json.loads(out.read_text())
+    cases = {}
+    for c in doc["cases"]:
+        a, b = c["values"]["A"], c["values"]["B"]
+        logs = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
+        cases[c["case"]] = {"verdict": c["verdict"], "ratio": c["ratio"], "pairs": c["pairs"], "logs": logs}
+    return {"exit": proc.returncode, "wall_s": wall, "steps": doc["steps"], "cases": cases}
+
+
+def summary(rows: list[dict], op: str) -> None:
+    for pairing in PAIRINGS:
+        aa = [r for r in rows if r["pairing"] == pairing and r["kind"] == "A/A" and "cases" in r]
+        slow = [r for r in rows if r["pairing"] == pairing and r["kind"] == "slowdown" and "cases" in r]
+        print(f"\n== {pairing}: {len(aa)} A/A jobs, {len(slow)} slowdown jobs ==")
+        logs: dict[str, list[float]] = collections.defaultdict(list)
+        false = 0
+        for r in aa:
+            for case, c in r["cases"].items():
+                logs[case] += c["logs"]
+                false += c["verdict"] in ("slower", "faster")
+        for case in sorted(logs):
+            x = logs[case]
+            sd = statistics.stdev(x) if len(x) > 1 else float("nan")
+            print(f"  {case:<50} A/A pairs {len(x):4d}, log-ratio sd {sd:.2%}")
+        named = sum(
+            1
+            for r in slow
+            if (s := {k for k, c in r["cases"].items() if c["verdict"] == "slower"})
+            and all(k.startswith(f"{op}-") for k in s)
+            and not any(c["verdict"] == "faster" for c in r["cases"].values())
+        )
+        walls = [r["wall_s"] for r in aa + slow]
+        print(f"  A/A slower/faster verdicts: {false} in {len(aa)} jobs")
+        if slow:
+            print(f"  slowdown named alone: {named} of {len(slow)} jobs")
+        if walls:
+            print(f"  job wall time: median {statistics.median(walls):.0f} s, max {max(walls):.0f} s")
+    spreads = {}
+    for pairing in PAIRINGS:
+        logs = collections.defaultdict(list)
+        for r in rows:
+            if r["pairing"] == pairing and r["kind"] == "A/A" and "cases" in r:
+                for case, c in r["cases"].items():
+                    logs[case] += c["logs"]
+        spreads[pairing] = {k: statistics.stdev(v) for k, v in logs.items() if len(v) > 1}
+    common = sorted(set(spreads[PAIRINGS[0]]) & set(spreads[PAIRINGS[1]]))
+    if common:
+        print("\n== simultaneous / back-to-back log-ratio spread, per case ==")
+        for case in common:
+            ratio = spreads["simultaneous"][case] / spreads["back-to-back"][case]
+            print(f"  {case:<50} {ratio:.2f}")
+        halved = sum(spreads["simultaneous"][c] <= 0.5 * spreads["back-to-back"][c] for c in common)
+        print(f"  at most half: {halved} of {len(common)} cases")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=3, help="rounds of 4 jobs (default 3)")
+    p.add_argument("--slowdown", type=float, default=0.03, help="how much slower B's op is (default 0.03)")
+    p.add_argument("--op", default="abs", help="the paddle function slowed in B (default abs)")
+    p.add_argument("-k", dest="keyword", required=True, help="case selection, as for compare -k")
+    p.add_argument("--budget-min", type=float, default=3.0, help="budget of each job, minutes (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the job order")
+    p.add_argument("--workdir", default=None, help="venvs, job outputs and jobs.jsonl (default: a temp dir)")
+    p.add_argument("--summary-only", action="store_true", help="print the summary of WORKDIR/jobs.jsonl")
+    args = p.parse_args(argv)
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="compare-pairing-"))
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "jobs.jsonl"
+    if not args.summary_only:
+        python_a = make_venv(work / "venv-a")
+        python_b = make_venv(
+            work / "venv-b", hook=pth_hook(SLOWDOWN.format(op=args.op, fraction=args.slowdown))
+        )
+        rng = random.Random(args.seed)
+        n = 0
+        for r in range(args.rounds):
+            plan = [(kind, pairing) for kind in ("A/A", "slowdown") for pairing in PAIRINGS]
+            rng.shuffle(plan)
+            for kind, pairing in plan:
+                n += 1
+                b = python_a if kind == "A/A" else python_b
+                row = _job(python_a, b, pairing, args, work / f"job{n}.json")
+                row.update(round=r, kind=kind, pairing=pairing)
+                with log.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(row) + "\n")
+                verdicts = ", ".join(f"{k}: {c['verdict']}" for k, c in (row.get("cases") or {}).items())
+                print(f"job {n} ({kind}, {pairing}): exit {row['exit']} in {row['wall_s']:.0f} s; {verdicts}",
+                      flush=True)  # fmt: skip
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    summary(rows, args.op)
+    print(f"\noutputs in {work}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Does a slowdown that starts at run 6 of a young history fail the gate on every run until it is
+reverted? Replayed on recorded runs of unchanged code (issue 29).
+
+    python eval/young_slowdown_replay.py --db URL [--slowdown 0.15] [--start 6] [--until 10] [--trials 40]
+
+The history at URL holds N >= `--until` + 2 runs of unchanged code (e.g. the on-runs of
+eval/probe_runs.py). Each trial draws a random order of them (the runs are exchangeable under
+unchanged code) and replays the gate run by run from an empty history, with the judge `benchmark
+gate` uses (`decide_results`, then Benjamini-Hochberg across the run): one case's results (raw
+samples and process values; not its probe, as a slowdown of the framework would leave the probe)
+are multiplied by 1 + `--slowdown` from run `--start` to run `--until`, and are back at their
+recorded values after it. The slowed case goes round the op series, one per trial.
+
+It prints, per slowed series: the share of trials where the gate failed it on every slowed run,
+and on run `--start` and `--start` + 1; the share where it passed both runs after the revert; and
+over all trials the other cases' failures (each a false one). With `--no-probe-adjust` the gate
+judges raw values. A benchmark on recorded data, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "eval"))
+
+from history_gate_replay import _scaled, _series, load  # noqa: E402
+
+from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
+from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
+from benchmark.model import FAILING, SeriesKey  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--db", required=True, help="history of runs of unchanged code")
+    p.add_argument("--slowdown", type=float, default=0.15)
+    p.add_argument("--start", type=int, default=6, help="the first slowed run (1-based; default 6)")
+    p.add_argument("--until", type=int, default=10, help="the last slowed run (default 10)")
+    p.add_argument("--after", type=int, default=2, help="runs judged after the revert (default 2)")
+    p.add_argument("--trials", type=int, default=40)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kind", default="op", help="the kind of the slowed series (default op)")
+    p.add_argument("--probe-adjust", action=argparse.BooleanOptionalAction, default=None,
+                   help="adjusted by the probe (default: as configs/gates.yaml) or raw")  # fmt: skip
+    args = p.parse_args(argv)
+    runs = load(args.db)
+    n = args.until + args.after
+    if len(runs) < n:
+        p.error(f"{args.db} holds {len(runs)} runs; --until {args.until} + --after {args.after} needs {n}")
+    gates = with_probe_adjust(load_gates(None), args.probe_adjust)
+    alpha = gates.spec.defaults.alpha
+    keys = sorted(set.intersection(*(set(r) for r in runs)))
+    targets = [k for k in keys if (runs[0][k].kind or "") == args.kind]
+    rng = np.random.default_rng(args.seed)
+    every, first_two, clean_after, trials = (collections.Counter() for _ in range(4))
+    others: collections.Counter = collections.Counter()
+    for t in range(args.trials):
+        target = targets[t % len(targets)]
+        order = [runs[i] for i in rng.permutation(len(runs))[:n]]
+        timeline = {k: [] for k in keys}
+        failed_on = []
+        for pos, run in enumerate(order, start=1):
+            slowed = args.start <= pos <= args.until
+            results = {
+                k: dataclasses.replace(_scaled(run[k], 1.0 + args.slowdown) if slowed and k == target else run[k],
+                                       run_id=pos)
+                for k in keys
+            }  # fmt: skip
+            if pos > 1:
+                bases = {k: _series(k, timeline[k]) for k in keys}
+                decisions = decide_results(results.values(), bases, gates)
+                control_fdr(decisions, alpha)
+                failed = {_key(d) for d in decisions if d.verdict in FAILING}
+                if target in failed:
+                    failed_on.append(pos)
+                for f in failed - {target}:
+                    others[f] += 1
+            for k in keys:
+                timeline[k].append((pos, results[k]))
+        slowed_runs = set(range(args.start, args.until + 1))
+        trials[target] += 1
+        every[target] += slowed_runs <= set(failed_on)
+        first_two[target] += {args.start, args.start + 1} <= set(failed_on)
+        clean_after[target] += not (set(failed_on) - slowed_runs)
+    mode = "adjusted by the probe" if gates.spec.defaults.probe_adjust else "raw values"
+    print(f"{len(runs)} recorded runs; {len(targets)} {args.kind} series; +{args.slowdown:.0%} on runs "
+          f"{args.start}..{args.until}, then {args.after} reverted runs; {args.trials} trials; {mode}")  # fmt: skip
+    print(f"{'series':<58} {'trials':>6} {'every':>6} {'1st+2nd':>7} {'after ok':>8}")
+    for k in targets:
+        if trials[k]:
+            name = f"{k.case_id} {k.mode}"
+            print(f"{name[:58]:<58} {trials[k]:6d} {every[k] / trials[k]:6.0%} {first_two[k] / trials[k]:7.0%} "
+                  f"{clean_after[k] / trials[k]:8.0%}")  # fmt: skip
+    total = sum(trials.values())
+    print(f"all: failed on every slowed run in {sum(every.values())} of {total} trials; on runs {args.start} and "
+          f"{args.start + 1} in {sum(first_two.values())}; passed after the revert in {sum(clean_after.values())}")  # fmt: skip
+    print(f"other series failing: {sum(others.values())} in {total * (n - 1)} judged runs")
+    for k, c in others.most_common(5):
+        print(f"  {k.case_id} {k.place} {k.mode}: {c}")
+    return 0
+
+
+def _key(d) -> SeriesKey:
+    """The series key of a decision, as `load` keys the results."""
+    return SeriesKey(d.case_id, d.config_hash, d.place, d.mode, d.series_metric)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
