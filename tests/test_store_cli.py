@@ -87,8 +87,10 @@ def test_runs_lists_runs(history, capsys):
         "OK/ALL",
         "STATUS",
         "TRIGGER",
+        "PROBE",
     ]
     assert [int(line.split()[0]) for line in lines[1:]] == run_ids[::-1]
+    assert all(line.split()[-1] == "-" for line in lines[1:])  # no probe in these results
     assert "2" * 10 in lines[1] and "cpu,gpu:0" in lines[1] and "2/3" in lines[1] and "complete" in lines[1]
     assert run_cli("runs", "--db", url, "--last", "1") == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
