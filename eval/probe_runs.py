@@ -60,7 +60,11 @@ def _gate(db: str, env: dict[str, str], *flags: str) -> tuple[int, list[str]]:
         decisions = json.loads(proc.stdout).get("decisions", [])
     except json.JSONDecodeError:
         return proc.returncode, [f"gate output: {(proc.stderr or proc.stdout).strip()[-300:]}"]
-    fails = [f"{d['case_id']}[{d['mode']}] {d['verdict']} {d['effect']:+.1%}" for d in decisions if d.get("failing")]
+    fails = [
+        f"{d['case_id']}[{d['mode']}] {d['verdict']} {d['effect']:+.1%}"
+        for d in decisions
+        if d.get("failing")
+    ]
     return proc.returncode, fails
 
 
@@ -83,7 +87,9 @@ def _one_run(kind: str, db: str, env: dict[str, str], extra: list[str], hog: boo
     return row
 
 
-def _series(db: str, run_ids: list[int]) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+def _series(
+    db: str, run_ids: list[int]
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """Per series (case-place-mode) of the time metric: run values, probes, kinds; runs in order."""
     values: dict[str, list[float]] = {}
     probes: dict[str, list[float]] = {}
@@ -130,7 +136,9 @@ def summary(out: Path) -> None:
             if kinds[key] == "op":
                 raw_ops.append(raw)
                 adj_ops.append(adj)
-            print(f"{key[:58]:<58} {kinds[key]:<8} {raw:7.2%} {adj:7.2%} {beta:5.2f} {'yes' if used else 'no'}")
+            print(
+                f"{key[:58]:<58} {kinds[key]:<8} {raw:7.2%} {adj:7.2%} {beta:5.2f} {'yes' if used else 'no'}"
+            )
         if raw_ops:
             print(
                 f"op series: {len(raw_ops)}; median CV raw {statistics.median(raw_ops):.2%}, adjusted "
@@ -165,15 +173,21 @@ def summary(out: Path) -> None:
         for r in on:
             rec = store.run(r["run"])
             run_probes.append((r["run"], r["hog"], rec.probe_s if rec else None))
-    print("run probe (ms): " + ", ".join(f"{i}{'*' if h else ''} {1e3 * p:.2f}" for i, h, p in run_probes if p))
+    print(
+        "run probe (ms): " + ", ".join(f"{i}{'*' if h else ''} {1e3 * p:.2f}" for i, h, p in run_probes if p)
+    )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="directory for on.sqlite, off.sqlite and runs.jsonl")
     ap.add_argument("--runs", type=int, default=20, help="on-runs without a neighbour (default 20)")
-    ap.add_argument("--off", type=int, default=10, help="off-runs, alternated with the first on-runs (default 10)")
-    ap.add_argument("--hog", type=int, default=2, help="on-runs with a CPU-hogging neighbour at the end (default 2)")
+    ap.add_argument(
+        "--off", type=int, default=10, help="off-runs, alternated with the first on-runs (default 10)"
+    )
+    ap.add_argument(
+        "--hog", type=int, default=2, help="on-runs with a CPU-hogging neighbour at the end (default 2)"
+    )
     ap.add_argument("--summary-only", action="store_true", help="print the summary of what --out holds")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --")
     args = ap.parse_args(argv)
@@ -195,7 +209,9 @@ def main(argv=None) -> int:
                 row = _one_run(kind, on_db if kind == "on" else off_db, env, extra, hog)
                 log.write(json.dumps(row) + "\n")
                 log.flush()
-                gates = (f"; gate adjusted {row['gate_adjusted']}, raw {row['gate_raw']}" if kind == "on" else "")
+                gates = (
+                    f"; gate adjusted {row['gate_adjusted']}, raw {row['gate_raw']}" if kind == "on" else ""
+                )
                 print(f"[{k}/{len(plan)}] {kind}{' +neighbour' if hog else ''} run {row['run']}: "
                       f"{row['wall_s']:.1f} s{gates}", flush=True)  # fmt: skip
     summary(out)

@@ -36,7 +36,7 @@ cases:
     modes: [dynamic]
 """
 
-# B's abs takes twice as long (each call busy-waits as long again after itself); B's exp raises.
+# B's abs takes 5 times as long (each call busy-waits 4 times as long again after itself); B's exp raises.
 SLOW_ABS_BROKEN_EXP = pth_hook(
     """def _patch(paddle):
     original = paddle.abs
@@ -44,7 +44,7 @@ SLOW_ABS_BROKEN_EXP = pth_hook(
     def abs(*args, **kwargs):
         t0 = time.perf_counter()
         out = original(*args, **kwargs)
-        until = t0 + (time.perf_counter() - t0) * 2.0
+        until = t0 + (time.perf_counter() - t0) * 5.0
         while time.perf_counter() < until:
             pass
         return out
@@ -112,13 +112,16 @@ def test_both_sides_time_at_once_on_their_own_cores(config):
 def test_a_simultaneous_job_names_the_slowdown_and_survives_a_side_failing_before_the_barrier(
     tmp_path, config
 ):
-    """B's abs takes twice as long and B's exp raises before it is ever timed: abs is slower, exp
-    an error on side B, and side A's exp trials were released from the barrier and timed alone."""
+    """B's abs takes 5 times as long and B's exp raises before it is ever timed: abs is slower, exp
+    an error on side B, and side A's exp trials were released from the barrier and timed alone.
+    Simultaneous pairs need both cores: beside another test file their spread is wide (a 2x
+    slowdown stayed inconclusive after 12 pairs there), so the slowdown is large and the job may
+    take up to 12 pairs; it stops as soon as abs is decided."""
     python_a = make_venv(tmp_path / "a")
     python_b = make_venv(tmp_path / "b", hook=SLOW_ABS_BROKEN_EXP)
     out = tmp_path / "job.json"
     proc = compare(
-        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
+        "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "12",
         "--pairing", "simultaneous", "--no-store", "--json", str(out), "--seed", "3",
         cwd=tmp_path, timeout=300,
     )  # fmt: skip
@@ -126,6 +129,6 @@ def test_a_simultaneous_job_names_the_slowdown_and_survives_a_side_failing_befor
     doc = json.loads(out.read_text())
     assert doc["pairing"] == "simultaneous"
     cases = {c["case_id"]: c for c in doc["cases"]}
-    assert cases["sim_abs"]["verdict"] == "slower" and cases["sim_abs"]["ratio"] > 1.5, proc.stdout
+    assert cases["sim_abs"]["verdict"] == "slower" and cases["sim_abs"]["ratio"] > 2.5, proc.stdout
     assert cases["sim_exp"]["verdict"] == "error" and "exp is broken" in cases["sim_exp"]["message"]
     assert "simultaneous pairs" in proc.stdout

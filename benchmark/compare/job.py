@@ -135,6 +135,14 @@ def close_quietly(worker) -> None:
     worker.close()
 
 
+def _side_record(record: TrialRecord, worker, label: str) -> TrialRecord:
+    """A trial's record, its error message naming the side and the exit status of a worker that died."""
+    if record.status == "error" and not worker.alive():
+        code = worker.proc.returncode
+        return dataclasses.replace(record, message=f"{record.message} (exit status {code}, side {label})")
+    return record
+
+
 def serve_pairs(
     workers: dict[str, Any],
     sides: dict[str, Side],
@@ -160,12 +168,9 @@ def serve_pairs(
             if not worker.alive():
                 worker = current[label] = start_worker(sides[label], output)
                 used.append(worker)
-            record = worker.trial(state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S)
-            if record.status == "error" and not worker.alive():
-                code = worker.proc.returncode
-                record = dataclasses.replace(
-                    record, message=f"{record.message} (exit status {code}, side {label})"
-                )
+            record = _side_record(
+                worker.trial(state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S), worker, label
+            )
             got[label][state.key] = (record, order)
             order += 1
     return got
@@ -236,13 +241,7 @@ def serve_simultaneous(
         for label in labels:
             worker = current[label]
             reply = early[label] if label in early else worker.receive(timeout_s=timeout)
-            record = TrialRecord.from_reply(reply)
-            if record.status == "error" and not worker.alive():
-                code = worker.proc.returncode
-                record = dataclasses.replace(
-                    record, message=f"{record.message} (exit status {code}, side {label})"
-                )
-            got[label][state.key] = (record, order)
+            got[label][state.key] = (_side_record(TrialRecord.from_reply(reply), worker, label), order)
             order += 1
     return got
 
