@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -133,6 +133,12 @@ class ProcessValue:
             "message": self.message,
             "probe_s": self.probe_s,
         }
+
+
+def process_probe(processes: Iterable[ProcessValue] | None) -> float | None:
+    """The median reference-probe figure (seconds) of the ok trials that have one; None if none has."""
+    probes = [p.probe_s for p in processes or () if p.status == "ok" and p.probe_s]
+    return float(np.median(probes)) if probes else None
 
 
 def _positive(x: Any) -> float | None:

@@ -45,12 +45,6 @@ def process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
     return [float(p.value) for p in processes or [] if p.status == "ok" and p.value]
 
 
-def process_probe(processes: Iterable[ProcessValue] | None) -> float | None:
-    """The median reference-probe figure (seconds) of the ok trials that have one; None if none has."""
-    probes = [p.probe_s for p in processes or [] if p.status == "ok" and p.probe_s]
-    return float(statistics.median(probes)) if probes else None
-
-
 def between_process_cv(values: list[float]) -> float:
     """The spread of the process values: the sample standard deviation (ddof=1) of their logs
     (about the coefficient of variation for small spreads); NaN with fewer than 2 values."""

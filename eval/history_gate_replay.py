@@ -48,8 +48,8 @@ from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
 from benchmark.gate.series import run_value  # noqa: E402
 from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
 from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
-from benchmark.records import ProcessValue  # noqa: E402
-from benchmark.results import process_probe, process_values  # noqa: E402
+from benchmark.records import ProcessValue, process_probe  # noqa: E402
+from benchmark.results import process_values  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 

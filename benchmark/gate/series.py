@@ -23,7 +23,8 @@ from benchmark.analysis.standing import level_start, level_test, standing_change
 from benchmark.gate.settings import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Decision, Evidence, Series, Verdict
-from benchmark.results import bad_timings, process_probe, process_values
+from benchmark.records import process_probe
+from benchmark.results import bad_timings, process_values
 
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
 # of two runs: a shorter history falls back to an A/B against the previous run.

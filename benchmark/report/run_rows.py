@@ -26,7 +26,7 @@ from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
 from benchmark.metrics import TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
-from benchmark.records import HistoryPoint
+from benchmark.records import HistoryPoint, process_probe
 from benchmark.report import text as words
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
@@ -323,12 +323,6 @@ def _ts(value: Any) -> float:
     return value.timestamp() if hasattr(value, "timestamp") else float(value)
 
 
-def _probe(processes) -> float:
-    """The median reference-probe figure of a result's ok trials; NaN where none has one."""
-    probes = [v.probe_s for v in processes or () if v.status == "ok" and v.probe_s]
-    return float(np.median(probes)) if probes else math.nan
-
-
 def _series_from_rows(points: list[HistoryPoint]) -> Series:
     first = points[0]
     ok = [p for p in points if p.status == "ok" and p.median is not None]
@@ -356,7 +350,7 @@ def _series_from_rows(points: list[HistoryPoint]) -> Series:
             _finite([v.value for v in p.processes or () if v.status == "ok" and v.value is not None])
             for p in ok
         ]
-        s.probes = np.array([_probe(p.processes) for p in ok], dtype=float)
+        s.probes = np.array([process_probe(p.processes) or math.nan for p in ok], dtype=float)
     # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
     s.events = environment_events([p.machine_env for p in ok])
     s.others = [
