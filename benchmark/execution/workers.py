@@ -57,6 +57,7 @@ class Worker:
         cwd: str | None = None,
         finalize_env: Callable[[list[str]], dict[str, str]] | None = None,
         memory_limit: int | None = None,
+        core: int | None = None,
     ):
         """`entry`: what the interpreter runs (default `-m benchmark.runners.worker`; a script that
         wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test).
@@ -67,7 +68,11 @@ class Worker:
         `memory_limit`: bytes the worker may hold (`benchmark.limits.worker_memory_limit`): its
         host data (RLIMIT_DATA, set by the worker on itself before the framework import) and, on
         CUDA places, what each GPU gives it (FLAGS_gpu_memory_limit_mb); None: no limit (the
-        instruction-count worker, whose valgrind reserves its own address space)."""
+        instruction-count worker, whose valgrind reserves its own address space).
+        `core`: the one core the worker runs on, set by the worker on itself before the framework
+        import, so that every thread it starts inherits it; None: the system places it."""
+        if core is not None:
+            args = [*args, "--cpu-core", str(int(core))]
         if memory_limit is not None:
             args = [*args, "--memory-limit", str(int(memory_limit))]
             env = {**(os.environ if env is None else env), **gpu_limit_env(memory_limit)}
@@ -117,18 +122,21 @@ class Worker:
         return line
 
     def _ready(self, line: str) -> dict[str, Any]:
-        """The ready record, with `cpu_s`: the worker's CPU seconds (user + system) so far, read
-        here rather than sent, so that the worker writes nothing that depends on a timing (its
-        heap at that point is where every forked child starts from). Read from the pid the worker
+        """The ready record, with `cores`: the cores the worker may run on, and `cpu_s`: the worker's
+        CPU seconds (user + system) so far, both read here rather than sent, so that the worker
+        writes nothing that depends on a timing or the machine (its heap at that point is where
+        every forked child starts from). Read from the pid the worker
         reports, which behind a command prefix need not be the one this class started. None where
         not readable."""
 
         ready = json.loads(line)
         try:
-            times = psutil.Process(ready["pid"]).cpu_times()
+            process = psutil.Process(ready["pid"])
+            times = process.cpu_times()
             ready["cpu_s"] = times.user + times.system
+            ready["cores"] = sorted(process.cpu_affinity()) if hasattr(process, "cpu_affinity") else None
         except psutil.Error:
-            ready["cpu_s"] = None
+            ready["cpu_s"] = ready["cores"] = None
         return ready
 
     def _fail(self, why: str) -> dict[str, Any]:

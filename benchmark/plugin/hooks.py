@@ -76,6 +76,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="OMP/MKL/paddle threads for CPU cases unless already set in the environment (default 1; 0: leave)",
     )
     g.addoption(
+        "--bench-pin",
+        default="auto",
+        metavar="auto|off|CORE",
+        help="run each timing worker, and every thread it starts, on one core: 'auto' (default) the "
+        "last core this process may use, when CPU cases run with 1 thread and 2 or more cores are "
+        "allowed; 'off'; or a core number. A framework that hands work between its threads then "
+        "does not wait for a wake-up on another core (docs/measurement.md)",
+    )
+    g.addoption(
         "--bench-no-malloc-control",
         action="store_true",
         default=False,

@@ -300,7 +300,7 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
     log = worker_log(bench)
 
     def new_worker():
-        return Worker(stderr=log, memory_limit=worker_memory_limit(bench))
+        return Worker(stderr=log, memory_limit=worker_memory_limit(bench), core=bench.core)
 
     try:
         trials.run_trials(

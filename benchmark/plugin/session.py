@@ -73,6 +73,10 @@ class BenchSession:
         if opt("bench_no_probe"):
             self.settings = dataclasses.replace(self.settings, probe=False)
         self.threads = measure.pin_threads(opt("bench_threads") or None)
+        try:
+            self.core = measure.worker_core(opt("bench_pin"), opt("bench_threads"), measure.allowed_cores())
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
         self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
         self.framework = opt("bench_framework")
         self.results: list[CaseResult] = []
@@ -160,6 +164,7 @@ class BenchSession:
             tags=sorted({t for c in self.cases for t in c.tags}),
         )
         self.run_info["threads"] = self.threads
+        self.run_info["worker_core"] = self.core  # None: the system placed the workers
         self.run_info["allocator"] = self.allocator
         self.run_info["settings"] = measure.asdict(self.settings)
         self.run_info["trials"] = (
