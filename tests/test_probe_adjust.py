@@ -196,3 +196,27 @@ def test_the_report_and_the_trend_plot_show_the_raw_value_with_the_adjusted_one_
     # the machine's drift is out of the adjusted line: it moves less before the slowdown
     raw_before, adj_before = np.log(median.get_ydata()[:14]), np.log(adjusted.get_ydata()[:14])
     assert np.std(adj_before) < 0.5 * np.std(raw_before)
+
+
+def test_a_run_on_a_machine_much_slower_than_usual_is_named_with_its_probe(url, capsys):
+    """Two busy loops beside a run on a 2-core VM read 1.5-1.9x the usual probe (docs/measurement.md):
+    the gate says so in one line, with the figures, and in --json; a run at the usual speed gets
+    no such line."""
+    rng = np.random.default_rng(5)
+    for r in range(6):
+        _record(url, r, rng, machine=1.0)
+    usual = _record(url, 6, rng, machine=1.02)
+    main(["gate", "--db", url, "--run", str(usual)])
+    assert "machine:" not in capsys.readouterr().out
+    slow = _record(url, 7, rng, machine=1.8)
+    main(["gate", "--db", url, "--run", str(slow)])
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("machine:")]
+    assert (
+        f"run {slow}'s probe read 3" in line and "the median of 7 earlier runs on this machine (20." in line
+    )
+    assert "slower than usual while it ran, so its regressions may be the machine's" in line
+    ratio = float(line.split("ms, ")[1].split("x the median")[0])
+    assert ratio == pytest.approx(1.8, rel=0.03)
+    main(["gate", "--db", url, "--run", str(slow), "--json"])
+    speed = json.loads(capsys.readouterr().out)["machine"][str(slow)]
+    assert speed["unusual"] and speed["runs"] == 7 and speed["ratio"] == pytest.approx(ratio, abs=0.006)

@@ -112,3 +112,36 @@ def estimate(values: Sequence[float] | np.ndarray, probes: Sequence[float | None
         why = f"held-out noise {adjusted:.2%} adjusted against {raw:.2%} raw"
         return Adjustment(beta=0.0, why=why, **base)
     return Adjustment(beta=beta, used=True, why="", **base)
+
+
+# A run's probe this far from its machine's usual figure (either way) says the machine itself ran
+# at another speed: beside two busy loops on a 2-core VM it read 1.5-1.9x, quiet runs within 3%.
+MACHINE_DRIFT = 0.10
+# Earlier runs with a probe on the same machine needed to say what is usual for it.
+MIN_EARLIER_RUNS = 3
+
+
+@dataclass(frozen=True)
+class MachineSpeed:
+    """A run's probe beside its machine's usual one: the median probe of its earlier runs."""
+
+    probe_s: float
+    usual_s: float
+    runs: int  # earlier runs the usual figure is the median of
+
+    @property
+    def ratio(self) -> float:
+        return self.probe_s / self.usual_s
+
+    @property
+    def unusual(self) -> bool:
+        return abs(math.log(self.ratio)) > math.log1p(MACHINE_DRIFT)
+
+
+def machine_speed(probe_s: float | None, earlier: Sequence[float | None]) -> MachineSpeed | None:
+    """The run's probe against the median of `earlier` probes (the same machine's earlier runs);
+    None without a probe or with fewer than `MIN_EARLIER_RUNS` earlier ones."""
+    usable = [p for p in earlier if p is not None and p > 0 and math.isfinite(p)]
+    if probe_s is None or not probe_s > 0 or len(usable) < MIN_EARLIER_RUNS:
+        return None
+    return MachineSpeed(probe_s=float(probe_s), usual_s=float(np.median(usable)), runs=len(usable))

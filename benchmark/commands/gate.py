@@ -21,6 +21,7 @@ from benchmark.report.text import (
     event_lines,
     format_decision,
     format_decision_brief,
+    machine_line,
     regime_line,
     revert_lines,
     skipped_lines,
@@ -107,6 +108,29 @@ def selection_text(selection) -> str:
     return ", ".join(f"{flags[k]} {selection[k]!r}" for k in flags if selection.get(k))
 
 
+USUAL_RUNS = 20  # earlier runs of a machine whose median probe is its usual speed
+
+
+def machine_speeds(store, runs) -> dict:
+    """Each judged run's probe against the median of its machine's `USUAL_RUNS` latest earlier
+    complete runs that may serve as a baseline (benchmark.analysis.adjust.machine_speed)."""
+    from benchmark.analysis.adjust import machine_speed
+
+    recent = store.runs(limit=max(200, 10 * USUAL_RUNS))
+    speeds = {}
+    for run in runs:
+        earlier = [
+            r.probe_s
+            for r in recent
+            if r.machine == run.machine
+            and r.started_at < run.started_at
+            and r.baseline
+            and r.status == "complete"
+        ]
+        speeds[run.id] = machine_speed(run.probe_s, earlier[:USUAL_RUNS])
+    return speeds
+
+
 @command("gate")
 def cmd_gate(args: argparse.Namespace) -> int:
     from benchmark.gate.judge import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
@@ -132,10 +156,22 @@ def cmd_gate(args: argparse.Namespace) -> int:
         notes = [f"run {run.id}: {run.note}" for run in runs if run.note]
         notes += [f"run {run.id} measured a partial selection ({partial}): only its cases are judged"
                   for run in runs if (partial := selection_text(run.extra.get("selection")))]  # fmt: skip
+        speeds = machine_speeds(store, runs)
     ok = judgement.passed
     if args.json:
         doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}
         doc["notice"] = judgement.notice
+        doc["machine"] = {
+            str(i): {
+                "probe_s": m.probe_s,
+                "usual_s": m.usual_s,
+                "ratio": m.ratio,
+                "runs": m.runs,
+                "unusual": m.unusual,
+            }
+            for i, m in speeds.items()
+            if m is not None
+        }
         doc["decisions"] = [d.to_dict() for d in decisions]
         print(json.dumps(doc, indent=1))
         return 0 if ok else 1
@@ -150,6 +186,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     out += [f"INCOMPLETE   {line}" for line in problems]  # only with --allow-incomplete
     out += [f"note: {note}" for note in notes]
     out += [f"notice: {judgement.notice}"] if judgement.notice else []
+    out += [line for i, m in speeds.items() if (line := machine_line(i, m))]
     # What fails first, in full; then improvements; with --all the rest in one short line each,
     # and the skipped ones last, one line per reason.
     out += [

@@ -97,6 +97,21 @@ def regime_line(decisions: Iterable[Any]) -> str | None:
     return line + (f"; on values adjusted by the machine probe: {adjusted}" if adjusted else "")
 
 
+def machine_line(run_id: int, speed: Any) -> str | None:
+    """``machine: run 7's probe read 38.8 ms, 1.89x the median of 6 earlier runs on this machine
+    (20.5 ms): ...`` for a run whose machine ran at an unusual speed
+    (:class:`benchmark.analysis.adjust.MachineSpeed`), else None."""
+    if speed is None or not speed.unusual:
+        return None
+    slower = speed.ratio > 1
+    return (
+        f"machine: run {run_id}'s probe read {speed.probe_s * 1e3:.1f} ms, {speed.ratio:.2f}x the median of "
+        f"{speed.runs} earlier runs on this machine ({speed.usual_s * 1e3:.1f} ms): the machine was "
+        f"{'slower' if slower else 'faster'} than usual while it ran, so its "
+        f"{'regressions' if slower else 'improvements'} may be the machine's; rerun it on a quiet machine"
+    )
+
+
 def skipped_lines(decisions: Iterable[Any]) -> list[str]:
     """Skipped decisions collapsed, one line per reason: ``SKIPPED      6 series: place gpu: ...``."""
     by_reason: dict[str, int] = {}
