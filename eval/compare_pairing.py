@@ -3,10 +3,10 @@ sitting: the same cases, the two pairings alternated job by job.
 
     python eval/compare_pairing.py --rounds 3 --budget-min 3 -k 'abs-1000x1000-fwd or ...' [--slowdown 0.03]
 
-Each round runs four real `benchmark compare` jobs (`--json`), in a random order: identical
+Each round runs two real `benchmark compare` jobs (`--json`) per pairing, in a random order: identical
 environments (A/A) and environments where B's `paddle.<op>` is slower by `--slowdown` (the .pth
 hook of eval/compare_verdicts.py), each with `--pairing back-to-back` and with `--pairing
-simultaneous`. The venvs see this interpreter's packages (tests/compare_venvs.py).
+simultaneous` (or only the pairings named by `--pairings`). The venvs see this interpreter's packages (tests/compare_venvs.py).
 
 It prints, per pairing: per case, the spread of the pairs' log ratios log(B/A) over all A/A jobs
 (their standard deviation; the noise a pair carries), the A/A jobs' slower/faster verdicts (each
@@ -107,15 +107,23 @@ def summary(rows: list[dict], op: str) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=3, help="rounds of 4 jobs (default 3)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds of 2 jobs per pairing (default 3)")
     p.add_argument("--slowdown", type=float, default=0.03, help="how much slower B's op is (default 0.03)")
     p.add_argument("--op", default="abs", help="the paddle function slowed in B (default abs)")
     p.add_argument("-k", dest="keyword", required=True, help="case selection, as for compare -k")
     p.add_argument("--budget-min", type=float, default=3.0, help="budget of each job, minutes (default 3)")
+    p.add_argument(
+        "--pairings",
+        default=",".join(PAIRINGS),
+        help=f"comma-separated pairings to run (default {','.join(PAIRINGS)}; one of them: rounds of 2 jobs)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the job order")
     p.add_argument("--workdir", default=None, help="venvs, job outputs and jobs.jsonl (default: a temp dir)")
     p.add_argument("--summary-only", action="store_true", help="print the summary of WORKDIR/jobs.jsonl")
     args = p.parse_args(argv)
+    pairings = [x.strip() for x in args.pairings.split(",") if x.strip()]
+    if not pairings or set(pairings) - set(PAIRINGS):
+        p.error(f"--pairings {args.pairings!r}: expected some of {', '.join(PAIRINGS)}")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="compare-pairing-"))
     work.mkdir(parents=True, exist_ok=True)
     log = work / "jobs.jsonl"
@@ -127,7 +135,7 @@ def main(argv=None) -> int:
         rng = random.Random(args.seed)
         n = 0
         for r in range(args.rounds):
-            plan = [(kind, pairing) for kind in ("A/A", "slowdown") for pairing in PAIRINGS]
+            plan = [(kind, pairing) for kind in ("A/A", "slowdown") for pairing in pairings]
             rng.shuffle(plan)
             for kind, pairing in plan:
                 n += 1
