@@ -187,6 +187,14 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the run orders")
     parser.add_argument(
+        "--first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the first N recorded runs (e.g. the quiet runs of eval/probe_runs.py, whose runs with "
+        "a neighbour come last)",
+    )
+    parser.add_argument(
         "--fdr-alpha",
         type=float,
         default=None,
@@ -203,7 +211,7 @@ def main(argv=None) -> int:
         "case's probe does not move, as a slowdown of the framework's would not",
     )
     args = parser.parse_args(argv)
-    runs = load(args.db)
+    runs = load(args.db)[: args.first]
     if len(runs) < 14:
         parser.error(
             f"{args.db} holds {len(runs)} runs; the history gate needs 12 earlier runs, so at least 14"

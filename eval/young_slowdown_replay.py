@@ -11,9 +11,13 @@ samples and process values; not its probe, as a slowdown of the framework would 
 are multiplied by 1 + `--slowdown` from run `--start` to run `--until`, and are back at their
 recorded values after it. The slowed case goes round the op series, one per trial.
 
-It prints, per slowed series: the share of trials where the gate failed it on every slowed run,
-and on run `--start` and `--start` + 1; the share where it passed both runs after the revert; and
-over all trials the other cases' failures (each a false one). With `--no-probe-adjust` the gate
+It prints, per slowed series: its run-to-run spread over the recorded runs (`cv`, the sd of the
+log run values); the slowdown its first slowed run needs to be significant on its own against the
+`--start` - 1 runs before it with that spread (`needs`: one-sided t at the gate's alpha, before
+Benjamini-Hochberg across the run, so a bound no gate of that test can go under); the share of
+trials where the gate failed it on every slowed run, and on run `--start` and `--start` + 1; the
+share where it passed both runs after the revert; and over all trials the other cases' failures
+(each a false one). With `--no-probe-adjust` the gate
 judges raw values. A benchmark on recorded data, not a test.
 """
 
@@ -22,10 +26,12 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,11 +53,19 @@ def main(argv=None) -> int:
     p.add_argument("--after", type=int, default=2, help="runs judged after the revert (default 2)")
     p.add_argument("--trials", type=int, default=40)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the first N recorded runs (e.g. the quiet runs of eval/probe_runs.py, whose runs with "
+        "a neighbour come last)",
+    )
     p.add_argument("--kind", default="op", help="the kind of the slowed series (default op)")
     p.add_argument("--probe-adjust", action=argparse.BooleanOptionalAction, default=None,
                    help="adjusted by the probe (default: as configs/gates.yaml) or raw")  # fmt: skip
     args = p.parse_args(argv)
-    runs = load(args.db)
+    runs = load(args.db)[: args.first]
     n = args.until + args.after
     if len(runs) < n:
         p.error(f"{args.db} holds {len(runs)} runs; --until {args.until} + --after {args.after} needs {n}")
@@ -93,12 +107,26 @@ def main(argv=None) -> int:
     mode = "adjusted by the probe" if gates.spec.defaults.probe_adjust else "raw values"
     print(f"{len(runs)} recorded runs; {len(targets)} {args.kind} series; +{args.slowdown:.0%} on runs "
           f"{args.start}..{args.until}, then {args.after} reverted runs; {args.trials} trials; {mode}")  # fmt: skip
-    print(f"{'series':<58} {'trials':>6} {'every':>6} {'1st+2nd':>7} {'after ok':>8}")
+    # What the first slowed run needs to be significant on its own, whatever the code: its run
+    # value against the `start - 1` earlier ones and their between-run spread (one-sided t at
+    # alpha, start - 2 df), before Benjamini-Hochberg across the run makes it stricter.
+    level = args.start - 1
+    t_crit = float(stats.t.ppf(1 - alpha, level - 1))
+    print(f"{'series':<50} {'cv':>6} {'needs':>6} {'trials':>6} {'every':>6} {'1st+2nd':>7} {'after ok':>8}")
+    reachable = 0
     for k in targets:
         if trials[k]:
             name = f"{k.case_id} {k.mode}"
-            print(f"{name[:58]:<58} {trials[k]:6d} {every[k] / trials[k]:6.0%} {first_two[k] / trials[k]:7.0%} "
-                  f"{clean_after[k] / trials[k]:8.0%}")  # fmt: skip
+            logs = np.log([float(r[k].stats.median) for r in runs])
+            cv = float(np.std(logs, ddof=1))
+            needs = math.expm1(t_crit * math.sqrt(1 + 1 / level) * cv)
+            reachable += needs <= args.slowdown
+            print(f"{name[:50]:<50} {cv:6.1%} {needs:6.1%} {trials[k]:6d} {every[k] / trials[k]:6.0%} "
+                  f"{first_two[k] / trials[k]:7.0%} {clean_after[k] / trials[k]:8.0%}")  # fmt: skip
+    print(
+        f"series whose +{args.slowdown:.0%} can be significant on run {args.start} alone (needs <= "
+        f"+{args.slowdown:.0%}, {level} earlier runs, one-sided t at {alpha}): {reachable} of {len(targets)}"
+    )
     total = sum(trials.values())
     print(f"all: failed on every slowed run in {sum(every.values())} of {total} trials; on runs {args.start} and "
           f"{args.start + 1} in {sum(first_two.values())}; passed after the revert in {sum(clean_after.values())}")  # fmt: skip
