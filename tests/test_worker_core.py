@@ -12,10 +12,10 @@ import pytest
 from suite_process import run_suite
 
 from benchmark.config import load_paths
-from benchmark.execution import measure
+from benchmark.execution import cores, measure
 from benchmark.execution.workers import Worker
 
-CORES = measure.allowed_cores()
+CORES = cores.allowed()
 needs_two = pytest.mark.skipif(len(CORES) < 2, reason="pinning needs 2 cores to choose from")
 
 CASES = """
@@ -29,21 +29,42 @@ cases:
 """
 
 
-def test_auto_takes_the_last_allowed_core_only_for_one_thread_and_several_cores():
-    assert measure.worker_core("auto", 1, {0, 1, 2, 3}) == 3
-    assert measure.worker_core("AUTO", 1, {2, 5}) == 5
-    assert measure.worker_core("auto", 4, {0, 1, 2, 3}) is None  # one core would serialize 4 threads
-    assert measure.worker_core("auto", 0, {0, 1}) is None  # threads left to the framework
-    assert measure.worker_core("auto", 1, {0}) is None  # nothing to choose
-    assert measure.worker_core("off", 1, {0, 1}) is None
-    assert measure.worker_core(" 2 ", 8, {0, 1, 2}) == 2  # a number is taken as given
+def test_auto_prefers_the_highest_core_only_for_one_thread_and_several_cores():
+    assert cores.candidates("auto", 1, {0, 1, 2, 3}) == [3, 2, 1, 0]
+    assert cores.candidates("AUTO", 1, {2, 5}) == [5, 2]
+    assert cores.candidates("auto", 4, {0, 1, 2, 3}) == []  # one core would serialize 4 threads
+    assert cores.candidates("auto", 0, {0, 1}) == []  # threads left to the framework
+    assert cores.candidates("auto", 1, {0}) == []  # nothing to choose
+    assert cores.candidates("off", 1, {0, 1}) == []
+    assert cores.candidates(" 2 ", 8, {0, 1, 2}) == [2]  # a number is taken as given
 
 
 def test_a_core_the_process_may_not_use_or_a_word_is_refused_naming_what_was_expected():
     with pytest.raises(ValueError, match=r"--bench-pin 7: this process may run on core\(s\) 0, 1 only"):
-        measure.worker_core("7", 1, {0, 1})
+        cores.candidates("7", 1, {0, 1})
     with pytest.raises(ValueError, match=r"--bench-pin 'first': expected auto, off or a core number"):
-        measure.worker_core("first", 1, {0, 1})
+        cores.candidates("first", 1, {0, 1})
+
+
+def test_runs_on_one_machine_claim_different_cores_and_a_third_goes_unpinned(tmp_path):
+    """The claim is an flock per core: it conflicts between open files even in one process, so
+    three claims here behave as three runs would."""
+    first = cores.claim([1, 0], lock_dir=str(tmp_path))
+    second = cores.claim([1, 0], lock_dir=str(tmp_path))
+    third = cores.claim([1, 0], lock_dir=str(tmp_path))
+    named = cores.claim([1], explicit=True, lock_dir=str(tmp_path))
+    try:
+        assert (first.core, second.core) == (1, 0) and first.note is second.note is None
+        assert third.core is None
+        assert third.note == "every core (1, 0) is claimed by another run on this machine: workers unpinned"
+        assert named.core == 1 and named.note == "core 1 is also claimed by another run on this machine"
+        first.release()
+        again = cores.claim([1, 0], lock_dir=str(tmp_path))
+        assert again.core == 1
+        again.release()
+    finally:
+        for c in (first, second, third, named):
+            c.release()
 
 
 @needs_two
@@ -74,14 +95,25 @@ def test_a_pinned_worker_and_every_thread_it_started_run_on_that_core_only(tmp_p
 
 
 @pytest.mark.slow
-def test_the_run_records_the_core_and_a_core_out_of_reach_stops_the_session_in_one_line(tmp_path):
+def test_the_run_records_its_core_goes_unpinned_when_all_are_claimed_and_refuses_one_out_of_reach(tmp_path):
     cfg = tmp_path / "cases.yaml"
     cfg.write_text(textwrap.dedent(CASES))
     summary = tmp_path / "summary.json"
     base = ["--bench-config", str(cfg), "--bench-quick", "--bench-no-store", "--bench-json", str(summary)]
     run_suite(*base)
-    expected = max(CORES) if len(CORES) > 1 else None
-    assert json.loads(summary.read_text())["run"]["worker_core"] == expected
+    run = json.loads(summary.read_text())["run"]
+    assert run["worker_core"] in CORES if len(CORES) > 1 else run["worker_core"] is None
+    # Every core claimed, as by other runs on this machine: the run goes unpinned and says so.
+    held = [cores.claim([c]) for c in sorted(CORES)]
+    try:
+        proc = run_suite(*base)
+    finally:
+        for claim in held:
+            claim.release()
+    run = json.loads(summary.read_text())["run"]
+    if len(CORES) > 1:
+        assert run["worker_core"] is None and "claimed by another run" in run["worker_core_note"]
+        assert "benchmark: every core (" in proc.stdout, proc.stdout[-2000:]
     run_suite(*base, "--bench-pin", "off")
     assert json.loads(summary.read_text())["run"]["worker_core"] is None
     outside = max(CORES) + 1

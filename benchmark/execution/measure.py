@@ -102,34 +102,6 @@ def pin_threads(n: int | None) -> dict[str, str]:
     return {var: os.environ[var] for var in THREAD_VARS if var in os.environ}
 
 
-def worker_core(choice: str, threads: int | None, allowed: set[int]) -> int | None:
-    """The core every timing worker runs on (`--bench-pin`), or None to let the system place it.
-
-    'auto': the highest core in `allowed` (this process's affinity) when CPU cases run with one
-    thread (`threads` == 1) and there is more than one core to choose from; with several threads a
-    single core would serialize them, and with one core there is nothing to choose. 'off': None.
-    A number: that core, which must be in `allowed`. ValueError names what was expected."""
-    choice = str(choice).strip().lower()
-    if choice == "off":
-        return None
-    if choice == "auto":
-        return max(allowed) if threads == 1 and len(allowed) > 1 else None
-    try:
-        core = int(choice)
-    except ValueError:
-        raise ValueError(f"--bench-pin {choice!r}: expected auto, off or a core number") from None
-    if core not in allowed:
-        raise ValueError(
-            f"--bench-pin {core}: this process may run on core(s) {', '.join(map(str, sorted(allowed)))} only"
-        )
-    return core
-
-
-def allowed_cores() -> set[int]:
-    """The cores this process may run on (empty where the system has no affinity call)."""
-    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
-
-
 def control_allocator(enable: bool = True) -> dict[str, Any]:
     """Keep large freed blocks in the heap so timed rounds do not measure page faults.
 

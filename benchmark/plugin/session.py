@@ -25,7 +25,7 @@ import pytest
 from benchmark import environment, runners
 from benchmark.config import load_paths
 from benchmark.environment import MachineDescription, RunDescription
-from benchmark.execution import measure
+from benchmark.execution import cores, measure
 from benchmark.gate.judge import judge
 from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 from benchmark.instructions import callgrind as instructions
@@ -74,9 +74,14 @@ class BenchSession:
             self.settings = dataclasses.replace(self.settings, probe=False)
         self.threads = measure.pin_threads(opt("bench_threads") or None)
         try:
-            self.core = measure.worker_core(opt("bench_pin"), opt("bench_threads"), measure.allowed_cores())
+            wanted = cores.candidates(opt("bench_pin"), opt("bench_threads"), cores.allowed())
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
+        # Held until this process ends, so that another run on this machine takes another core.
+        self.core_claim = cores.claim(
+            wanted, explicit=str(opt("bench_pin")).strip().lower() not in ("auto", "off")
+        )
+        self.core = self.core_claim.core
         self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
         self.framework = opt("bench_framework")
         self.results: list[CaseResult] = []
@@ -165,6 +170,9 @@ class BenchSession:
         )
         self.run_info["threads"] = self.threads
         self.run_info["worker_core"] = self.core  # None: the system placed the workers
+        if self.core_claim.note:
+            self.run_info["worker_core_note"] = self.core_claim.note
+            _say(self.config, self.core_claim.note)
         self.run_info["allocator"] = self.allocator
         self.run_info["settings"] = measure.asdict(self.settings)
         self.run_info["trials"] = (
