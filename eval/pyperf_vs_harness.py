@@ -10,7 +10,8 @@ the same cases built by the same runner (eval/pyperf_cases.py, one JSON file per
 thread and the harness's allocator settings through the environment (pyperf is told to pass them
 to its workers). A run's figure is the harness's run value (the median of its process values)
 and pyperf's mean and median of its values. Every run's wall time goes to DIR/runs.jsonl as it
-ends; `--summary-only` prints the summary. Needs pyperf (`pip install pyperf`). A benchmark of
+ends; `--summary-only` prints the summary. `--processes N` gives the harness N worker processes a
+case, and `--tools harness` runs it alone. Needs pyperf (`pip install pyperf`). A benchmark of
 the machine it runs on, not a test.
 """
 
@@ -47,10 +48,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _harness(out: Path, cases: list[str], env: dict[str, str]) -> dict:
+def _harness(out: Path, cases: list[str], env: dict[str, str], processes: int | None = None) -> dict:
     db = f"sqlite:///{out / 'harness.sqlite'}"
     cmd = [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "--bench-place", "cpu",
            "--bench-modes", "dynamic", "-k", " or ".join(cases), "--bench-db", db]  # fmt: skip
+    if processes:
+        cmd += ["--bench-processes", str(processes)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -61,7 +64,8 @@ def _harness(out: Path, cases: list[str], env: dict[str, str]) -> dict:
             for r in store.results(run)
             if r.status == "ok" and r.place == "cpu"
         }
-    return {"tool": "harness", "wall_s": wall, "exit": proc.returncode, "run": run, "values": values}
+    tool = f"harness-{processes}" if processes else "harness"
+    return {"tool": tool, "wall_s": wall, "exit": proc.returncode, "run": run, "values": values}
 
 
 def _pyperf(out: Path, cases: list[str], env: dict[str, str], index: int) -> dict:
@@ -92,20 +96,23 @@ def _cv(x: list[float]) -> float:
 
 def summary(out: Path, cases: list[str]) -> None:
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
-    h = [r for r in rows if r["tool"] == "harness" and r["exit"] == 0]
-    p = [r for r in rows if r["tool"] == "pyperf" and r["exit"] == 0]
-    print(f"\n== run-to-run CV over {len(h)} harness runs and {len(p)} pyperf runs, alternated ==")
-    print(
-        f"{'case':<28} {'harness':>8} {'pyperf mean':>12} {'pyperf median':>14} {'harness us':>11} {'pyperf us':>10}"
-    )
-    for c in cases:
-        hv = [r["values"][c] for r in h if c in r["values"]]
-        pv = [r["values"][c] for r in p if c in r["values"]]
-        pm = [r["medians"][c] for r in p if c in r["medians"]]
-        print(f"{c:<28} {_cv(hv):8.2%} {_cv(pv):12.2%} {_cv(pm):14.2%} "
-              f"{1e6 * statistics.median(hv):11.1f} {1e6 * statistics.median(pv):10.1f}")  # fmt: skip
-    for tool, rs in (("harness", h), ("pyperf", p)):
-        walls = [r["wall_s"] for r in rs]
+    figures = {}  # (tool, figure) -> rows; pyperf gives its mean and its median
+    for r in rows:
+        if r["exit"] == 0:
+            figures.setdefault((r["tool"], "mean" if r["tool"] == "pyperf" else "run value"), []).append(
+                r["values"]
+            )
+            if r["tool"] == "pyperf":
+                figures.setdefault(("pyperf", "median"), []).append(r["medians"])
+    print("\n== run-to-run CV, and the median level, per tool and case ==")
+    for (tool, figure), runs in figures.items():
+        print(f"{tool} ({figure}), {len(runs)} runs:")
+        for c in cases:
+            v = [x[c] for x in runs if c in x]
+            if v:
+                print(f"  {c:<28} CV {_cv(v):6.2%}  level {1e6 * statistics.median(v):9.1f} us")
+    for tool in dict.fromkeys(r["tool"] for r in rows):
+        walls = [r["wall_s"] for r in rows if r["tool"] == tool and r["exit"] == 0]
         if walls:
             print(f"{tool}: wall time per run median {statistics.median(walls):.1f} s "
                   f"(min {min(walls):.1f}, max {max(walls):.1f})")  # fmt: skip
@@ -121,6 +128,17 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--runs", type=int, default=10, help="runs of each tool, alternated (default 10)")
     ap.add_argument("--cases", default=CASES, help=f"comma-separated CPU op case ids (default {CASES})")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="the harness's worker processes a case (default: its default)",
+    )
+    ap.add_argument(
+        "--tools",
+        default="harness,pyperf",
+        help="which tools to run, in this order each round (default harness,pyperf)",
+    )
     ap.add_argument("--summary-only", action="store_true", help="print the summary of what --out holds")
     args = ap.parse_args(argv)
     out, cases = Path(args.out), args.cases.split(",")
@@ -129,7 +147,12 @@ def main(argv=None) -> int:
         env = _env()
         with (out / "runs.jsonl").open("a", encoding="utf-8") as log:
             for i in range(1, args.runs + 1):
-                for row in (_harness(out, cases, env), _pyperf(out, cases, env, i)):
+                for tool in args.tools.split(","):
+                    row = (
+                        _harness(out, cases, env, args.processes)
+                        if tool == "harness"
+                        else _pyperf(out, cases, env, i)
+                    )
                     log.write(json.dumps(row) + "\n")
                     log.flush()
                     print(f"[{i}/{args.runs}] {row['tool']}: {row['wall_s']:.1f} s, exit {row['exit']}"
