@@ -13,8 +13,9 @@ recorded values after it. The slowed case goes round the op series, one per tria
 
 It prints, per slowed series: its run-to-run spread over the recorded runs (`cv`, the sd of the
 log run values); the slowdown its first slowed run needs to be significant on its own against the
-`--start` - 1 runs before it with that spread (`needs`: one-sided t at the gate's alpha, before
-Benjamini-Hochberg across the run, so a bound no gate of that test can go under); the share of
+`--start` - 1 runs before it with that spread (`needs`: one-sided t at the gate's alpha over the
+run's m series, the level Benjamini-Hochberg asks of a run's only change: a bound the gate's test
+cannot go under, whatever else it does); the share of
 trials where the gate failed it on every slowed run, and on run `--start` and `--start` + 1; the
 share where it passed both runs after the revert; and over all trials the other cases' failures
 (each a false one). With `--no-probe-adjust` the gate
@@ -108,10 +109,11 @@ def main(argv=None) -> int:
     print(f"{len(runs)} recorded runs; {len(targets)} {args.kind} series; +{args.slowdown:.0%} on runs "
           f"{args.start}..{args.until}, then {args.after} reverted runs; {args.trials} trials; {mode}")  # fmt: skip
     # What the first slowed run needs to be significant on its own, whatever the code: its run
-    # value against the `start - 1` earlier ones and their between-run spread (one-sided t at
-    # alpha, start - 2 df), before Benjamini-Hochberg across the run makes it stricter.
+    # value against the `start - 1` earlier ones and their between-run spread (one-sided t,
+    # start - 2 df).
     level = args.start - 1
-    t_crit = float(stats.t.ppf(1 - alpha, level - 1))
+    # As the run's only change among len(keys) series, Benjamini-Hochberg asks p <= alpha / m.
+    t_crit = float(stats.t.ppf(1 - alpha / len(keys), level - 1))
     print(f"{'series':<50} {'cv':>6} {'needs':>6} {'trials':>6} {'every':>6} {'1st+2nd':>7} {'after ok':>8}")
     reachable = 0
     for k in targets:
