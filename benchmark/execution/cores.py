@@ -16,6 +16,11 @@ import tempfile
 from dataclasses import dataclass
 from typing import IO
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: cores are taken unlocked
+    fcntl = None  # type: ignore[assignment]
+
 LOCK_NAME = "paddle-benchmark-core-{core}.lock"
 
 
@@ -62,8 +67,7 @@ class Claim:
 
 
 def _try_lock(path: str) -> IO | None:
-    import fcntl
-
+    assert fcntl is not None
     try:
         handle = open(path, "a")  # noqa: SIM115 - held open for the run: the lock lives as long as it
     except OSError:
@@ -84,9 +88,7 @@ def claim(cores: list[int], *, explicit: bool = False, lock_dir: str | None = No
     first core is taken unlocked."""
     if not cores:
         return Claim(None)
-    try:
-        import fcntl  # noqa: F401
-    except ImportError:
+    if fcntl is None:
         return Claim(cores[0])
     where = lock_dir or tempfile.gettempdir()
     for core in cores:
