@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
 
 import psutil
 import pytest
@@ -94,6 +95,18 @@ def test_a_pinned_worker_and_every_thread_it_started_run_on_that_core_only(tmp_p
         unpinned.close()
 
 
+def _hold(core: int, timeout_s: float = 300.0) -> cores.Claim:
+    """Claim `core` for this test, waiting while another run (a suite started by a test beside
+    this one under pytest -n) holds it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        claim = cores.claim([core])
+        if claim.lock is not None:
+            return claim
+        assert time.monotonic() < deadline, f"core {core} stayed claimed by another run for {timeout_s:.0f} s"
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_the_run_records_its_core_goes_unpinned_when_all_are_claimed_and_refuses_one_out_of_reach(tmp_path):
     cfg = tmp_path / "cases.yaml"
@@ -104,7 +117,7 @@ def test_the_run_records_its_core_goes_unpinned_when_all_are_claimed_and_refuses
     run = json.loads(summary.read_text())["run"]
     assert run["worker_core"] in CORES if len(CORES) > 1 else run["worker_core"] is None
     # Every core claimed, as by other runs on this machine: the run goes unpinned and says so.
-    held = [cores.claim([c]) for c in sorted(CORES)]
+    held = [_hold(c) for c in sorted(CORES)]
     try:
         proc = run_suite(*base)
     finally:
