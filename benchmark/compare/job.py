@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from benchmark.analysis import sequential as seq
 from benchmark.compare.sides import CompareError, Side
 from benchmark.execution import measure, trials
+from benchmark.execution.cores import allowed as allowed_cores
 from benchmark.execution.replies import TrialRecord
 from benchmark.execution.workers import Worker
 
@@ -185,7 +186,7 @@ def pair_cores(step: int, cores: Sequence[int]) -> dict[str, int]:
 
 def free_cores() -> list[int]:
     """The cores this process may run on (its affinity), in order."""
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return sorted(allowed_cores())
 
 
 def pin(worker, core: int | None) -> None:

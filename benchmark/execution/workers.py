@@ -125,9 +125,8 @@ class Worker:
         """The ready record, with `cores`: the cores the worker may run on, and `cpu_s`: the worker's
         CPU seconds (user + system) so far, both read here rather than sent, so that the worker
         writes nothing that depends on a timing or the machine (its heap at that point is where
-        every forked child starts from). Read from the pid the worker
-        reports, which behind a command prefix need not be the one this class started. None where
-        not readable."""
+        every forked child starts from). Read from the pid the worker reports, which behind a
+        command prefix need not be the one this class started. None where not readable."""
 
         ready = json.loads(line)
         try:
