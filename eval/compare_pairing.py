@@ -6,7 +6,8 @@ sitting: the same cases, the two pairings alternated job by job.
 Each round runs two real `benchmark compare` jobs (`--json`) per pairing, in a random order: identical
 environments (A/A) and environments where B's `paddle.<op>` is slower by `--slowdown` (the .pth
 hook of eval/compare_verdicts.py), each with `--pairing back-to-back` and with `--pairing
-simultaneous` (or only the pairings named by `--pairings`). The venvs see this interpreter's packages (tests/compare_venvs.py).
+simultaneous` (or the modes named by `--pairings`, which also has back-to-back-unpinned:
+`--pin off`; back-to-back pairs run on one claimed core by default). The venvs see this interpreter's packages (tests/compare_venvs.py).
 
 It prints, per pairing: per case, the spread of the pairs' log ratios log(B/A) over all A/A jobs
 (their standard deviation; the noise a pair carries), the A/A jobs' slower/faster verdicts (each
@@ -36,13 +37,20 @@ sys.path.insert(0, str(ROOT / "eval"))
 from compare_venvs import make_venv, pth_hook  # noqa: E402
 from compare_verdicts import SLOWDOWN  # noqa: E402
 
-PAIRINGS = ("back-to-back", "simultaneous")
+# What each mode passes to `benchmark compare`: back-to-back pairs on one claimed core (the default,
+# --pin auto), back-to-back pairs unpinned (--pin off, the default before), simultaneous pairs.
+MODES = {
+    "back-to-back": ["--pairing", "back-to-back", "--pin", "auto"],
+    "back-to-back-unpinned": ["--pairing", "back-to-back", "--pin", "off"],
+    "simultaneous": ["--pairing", "simultaneous"],
+}
+PAIRINGS = ("back-to-back", "simultaneous")  # the default modes
 
 
 def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
     cmd = [
         sys.executable, "-m", "benchmark.cli", "compare", "--a", str(python_a), "--b", str(python_b),
-        "-k", args.keyword, "--place", "cpu", "--budget-min", str(args.budget_min), "--pairing", pairing,
+        "-k", args.keyword, "--place", "cpu", "--budget-min", str(args.budget_min), *MODES[pairing],
         "--no-store", "--quiet", "--json", str(out),
     ]  # fmt: skip
     t0 = time.monotonic()
@@ -60,7 +68,8 @@ def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
 
 
 def summary(rows: list[dict], op: str) -> None:
-    for pairing in PAIRINGS:
+    modes = [m for m in MODES if any(r["pairing"] == m for r in rows)]
+    for pairing in modes:
         aa = [r for r in rows if r["pairing"] == pairing and r["kind"] == "A/A" and "cases" in r]
         slow = [r for r in rows if r["pairing"] == pairing and r["kind"] == "slowdown" and "cases" in r]
         print(f"\n== {pairing}: {len(aa)} A/A jobs, {len(slow)} slowdown jobs ==")
@@ -88,21 +97,23 @@ def summary(rows: list[dict], op: str) -> None:
         if walls:
             print(f"  job wall time: median {statistics.median(walls):.0f} s, max {max(walls):.0f} s")
     spreads = {}
-    for pairing in PAIRINGS:
+    for pairing in modes:
         logs = collections.defaultdict(list)
         for r in rows:
             if r["pairing"] == pairing and r["kind"] == "A/A" and "cases" in r:
                 for case, c in r["cases"].items():
                     logs[case] += c["logs"]
         spreads[pairing] = {k: statistics.stdev(v) for k, v in logs.items() if len(v) > 1}
-    common = sorted(set(spreads[PAIRINGS[0]]) & set(spreads[PAIRINGS[1]]))
-    if common:
-        print("\n== simultaneous / back-to-back log-ratio spread, per case ==")
+    for first, second in [(a, b) for i, a in enumerate(modes) for b in modes[i + 1 :]]:
+        common = sorted(set(spreads[first]) & set(spreads[second]))
+        if not common:
+            continue
+        print(f"\n== {second} / {first} log-ratio spread, per case ==")
         for case in common:
-            ratio = spreads["simultaneous"][case] / spreads["back-to-back"][case]
-            print(f"  {case:<50} {ratio:.2f}")
-        halved = sum(spreads["simultaneous"][c] <= 0.5 * spreads["back-to-back"][c] for c in common)
-        print(f"  at most half: {halved} of {len(common)} cases")
+            print(f"  {case:<50} {spreads[second][case] / spreads[first][case]:.2f}")
+        halved = sum(spreads[second][c] <= 0.5 * spreads[first][c] for c in common)
+        doubled = sum(spreads[first][c] <= 0.5 * spreads[second][c] for c in common)
+        print(f"  {second} at most half: {halved} of {len(common)} cases; {first} at most half: {doubled}")
 
 
 def main(argv=None) -> int:
@@ -115,15 +126,16 @@ def main(argv=None) -> int:
     p.add_argument(
         "--pairings",
         default=",".join(PAIRINGS),
-        help=f"comma-separated pairings to run (default {','.join(PAIRINGS)}; one of them: rounds of 2 jobs)",
+        help=f"comma-separated modes to run, of {', '.join(MODES)} "
+        f"(default {','.join(PAIRINGS)}; one of them: rounds of 2 jobs)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the job order")
     p.add_argument("--workdir", default=None, help="venvs, job outputs and jobs.jsonl (default: a temp dir)")
     p.add_argument("--summary-only", action="store_true", help="print the summary of WORKDIR/jobs.jsonl")
     args = p.parse_args(argv)
     pairings = [x.strip() for x in args.pairings.split(",") if x.strip()]
-    if not pairings or set(pairings) - set(PAIRINGS):
-        p.error(f"--pairings {args.pairings!r}: expected some of {', '.join(PAIRINGS)}")
+    if not pairings or set(pairings) - set(MODES):
+        p.error(f"--pairings {args.pairings!r}: expected some of {', '.join(MODES)}")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="compare-pairing-"))
     work.mkdir(parents=True, exist_ok=True)
     log = work / "jobs.jsonl"

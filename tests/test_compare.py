@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,6 +147,10 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     assert verdicts["cmp_exp"]["verdict"] not in ("slower", "faster")
     assert "SLOWER" in proc.stdout and "cmp_abs-cpu-dynamic" in proc.stdout
     assert "step 1 done" in proc.stderr  # progress
+    # both sides' workers ran on one claimed core (--pin auto, the default, with 2 or more cores)
+    cores = sorted(os.sched_getaffinity(0))
+    assert doc["core"] in cores if len(cores) > 1 else doc["core"] is None
+    assert (f"back-to-back pairs on core {doc['core']};" in proc.stdout) is (doc["core"] is not None)
 
     store = open_store(f"sqlite:///{db}", create=False, readonly=True)
     runs = [store.run(doc["run_ids"][s]) for s in ("A", "B")]
@@ -178,10 +183,11 @@ def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_i
     out = tmp_path / "j.json"
     proc = compare(
         "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
-        "--no-store", "--json", str(out),
+        "--no-store", "--json", str(out), "--pin", "off",
         cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert json.loads(out.read_text())["core"] is None and "back-to-back pairs; seed" in proc.stdout
     cases = {c["case_id"]: c for c in json.loads(out.read_text())["cases"]}
     assert cases["cmp_exp"]["verdict"] == "error" and "side B" in cases["cmp_exp"]["message"]
     assert "exp is broken in this build" in cases["cmp_exp"]["message"]
@@ -227,3 +233,8 @@ def test_bad_selection_and_settings_are_exit_2(config, compare_here):
     assert proc.returncode == 2 and "no case matches" in proc.stderr
     proc = compare_here("--a", sys.executable, "--b", sys.executable, str(config), "--alpha", "0.9")
     assert proc.returncode == 2 and "--alpha" in proc.stderr
+    outside = max(os.sched_getaffinity(0)) + 1
+    proc = compare_here("--a", sys.executable, "--b", sys.executable, str(config), "--pin", str(outside))
+    assert proc.returncode == 2 and f"--pin {outside}: this process may run on core(s)" in proc.stderr
+    proc = compare_here("--a", sys.executable, "--b", sys.executable, str(config), "--pin", "first")
+    assert proc.returncode == 2 and "--pin 'first': expected auto, off or a core number" in proc.stderr

@@ -95,6 +95,29 @@ def test_a_pinned_worker_and_every_thread_it_started_run_on_that_core_only(tmp_p
         unpinned.close()
 
 
+@needs_two
+@pytest.mark.slow
+def test_a_worker_pinned_once_ready_runs_with_every_thread_on_that_core(tmp_path):
+    """`benchmark compare` pins its workers after their imports (cores.pin_process from the parent):
+    the threads the import started and those started later all end on the one core."""
+    core = min(CORES)
+    (tmp_path / "pin.yaml").write_text(textwrap.dedent(CASES))
+    (case,), _ = load_paths([str(tmp_path / "pin.yaml")])
+    worker = Worker()
+    try:
+        assert worker.wait_ready() and worker.ready["cores"] == sorted(CORES)
+        cores.pin_process(worker.ready["pid"], core)
+        record = worker.trial(
+            case, {"settings": measure.asdict(measure.MeasureSettings.quick())}, timeout_s=120
+        )
+        assert record.status == "ok", record.message
+        threads = psutil.Process(worker.ready["pid"]).threads()
+        assert len(threads) > 1
+        assert {tuple(os.sched_getaffinity(t.id)) for t in threads} == {(core,)}
+    finally:
+        worker.close()
+
+
 def _hold(core: int, timeout_s: float = 300.0) -> cores.Claim:
     """Claim `core` for this test, waiting while another run (a suite started by a test beside
     this one under pytest -n) holds it."""

@@ -118,6 +118,15 @@ def register(sub) -> None:
         "every step, a barrier before the timed rounds; needs 2 cores; docs/compare.md) "
         f"(default {ec.DEFAULT_PAIRING})",
     )
+    p.add_argument(
+        "--pin",
+        default="auto",
+        metavar="auto|off|CORE",
+        help="the one core both sides' workers of back-to-back pairs run on, once they have imported "
+        "the framework: 'auto' the highest core no other run on this machine has claimed, when "
+        "--threads is 1 and 2 or more cores are allowed; 'off'; or a core number. Simultaneous "
+        "pairs take their own two cores (default auto)",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the randomized order (default: random)")
     add_db(p)
     p.add_argument("--no-store", action="store_true", help="do not store the comparison in the history")
@@ -179,5 +188,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         instructions=args.instructions,
         pairing=args.pairing,
+        pin=args.pin,
     )
     return compare(request)

@@ -1,8 +1,8 @@
 """The job of a comparison: steps of a fresh worker per side, timing every still-open case once on
 each side (cases in a random order), and the sequential verdict of every case after each step.
-A pair's two trials run back to back (the side first drawn per case) or, with `pairing`
-"simultaneous", at the same time, each side's worker pinned to its own core and the cores swapped
-from step to step (`serve_simultaneous`)."""
+A pair's two trials run back to back (the side first drawn per case; both sides' workers on one
+core, `core`, once they are ready) or, with `pairing` "simultaneous", at the same time, each side's
+worker pinned to its own core and the cores swapped from step to step (`serve_simultaneous`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from benchmark.analysis import sequential as seq
 from benchmark.compare.sides import CompareError, Side
 from benchmark.execution import measure, trials
 from benchmark.execution.cores import allowed as allowed_cores
+from benchmark.execution.cores import pin_process
 from benchmark.execution.replies import TrialRecord
 from benchmark.execution.workers import Worker
 
@@ -109,6 +110,7 @@ class Job:
     # With --instructions: {"measured": False, "reason": ...} or {"measured": True, "valgrind": ...}
     instructions: dict[str, Any] | None = None
     pairing: str = DEFAULT_PAIRING  # how each pair's two trials ran (PAIRINGS)
+    core: int | None = None  # the one core back-to-back pairs ran on (None: unpinned)
 
     def verdicts(self) -> list[str]:
         return [s.verdict for s in self.states]
@@ -125,10 +127,11 @@ class Job:
         return 2 if self.interrupted and code == 0 else code
 
 
-def start_worker(side: Side, output=None):
-    """A fresh worker process of `side` (benchmark.execution.workers.Worker with its interpreter and env)."""
+def start_worker(side: Side, output=None, core: int | None = None):
+    """A fresh worker process of `side` (benchmark.execution.workers.Worker with its interpreter and
+    env), on `core` from its start when one is given."""
 
-    return Worker(python=side.python, env=side.env, stderr=output)
+    return Worker(python=side.python, env=side.env, stderr=output, core=core)
 
 
 def close_quietly(worker) -> None:
@@ -153,11 +156,12 @@ def serve_pairs(
     order: int,
     used: list,
     output=None,
+    core: int | None = None,
 ) -> dict[str, dict[str, tuple[TrialRecord, int]]]:
     """One timing trial of each of `members` (in that order) on both sides back to back, the side
     that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
-    the step holds. A fresh worker takes over a side whose worker died; every worker started is
-    appended to `used`. Returns {side: {case key: (its trial record, its trial order)}}."""
+    the step holds. A fresh worker (on `core`, as the others) takes over a side whose worker died;
+    every worker started is appended to `used`. Returns {side: {case key: (its trial record, its trial order)}}."""
 
     got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
     current = dict(workers)
@@ -167,7 +171,7 @@ def serve_pairs(
         for label in labels:
             worker = current[label]
             if not worker.alive():
-                worker = current[label] = start_worker(sides[label], output)
+                worker = current[label] = start_worker(sides[label], output, core)
                 used.append(worker)
             record = _side_record(
                 worker.trial(state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S), worker, label
@@ -293,10 +297,13 @@ def run_job(
     worker_output=None,
     allocator_control: bool = True,
     pairing: str = DEFAULT_PAIRING,
+    core: int | None = None,
 ) -> Job:
     """Measure `cases` on both sides in alternating randomized steps until each is decided, the
     budget would be overrun or `max_pairs` is reached (see the module docstring). `min_effect(case)`
-    is the smallest relative difference that counts. Returns the job (not stored); Ctrl-C (or
+    is the smallest relative difference that counts. `core`: the one core both sides' workers of
+    back-to-back pairs run on, from when they are ready (their imports run side by side before);
+    None: unpinned. Simultaneous pairs take their own two cores. Returns the job (not stored); Ctrl-C (or
     SIGTERM, which `compare` turns into it) ends it early with what was measured, `interrupted`."""
     if set(sides) != set(SIDES):
         raise ValueError(f"sides must be {SIDES}, got {sorted(sides)}")
@@ -306,6 +313,7 @@ def run_job(
     rng = random.Random(seed)
     states = [CaseState(case=c, min_effect=float(min_effect(c))) for c in cases]
     job = Job(sides=sides, states=states, budget_s=budget_s, alpha=alpha, seed=seed, pairing=pairing)
+    job.core = core if pairing == "back-to-back" else None
     if pairing not in PAIRINGS:
         raise ValueError(f"pairing must be one of {', '.join(PAIRINGS)}, not {pairing!r}")
     cores = free_cores() if pairing == "simultaneous" else []
@@ -323,6 +331,7 @@ def run_job(
         on_step,
         pairing,
         tuple(cores),
+        job.core,
     )
     start = time.monotonic()
     try:
@@ -353,6 +362,7 @@ class StepPlan:
     on_step: Callable[[Job], None] | None
     pairing: str = "back-to-back"
     cores: tuple[int, ...] = ()  # the cores the sides of a simultaneous pair run on
+    core: int | None = None  # the core both sides of a back-to-back pair run on
 
 
 def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
@@ -389,6 +399,8 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
         try:
             for w in workers.values():
                 w.wait_ready()
+                if plan.core is not None and w.ready is not None:  # imported: now onto the one core
+                    pin_process(w.ready["pid"], plan.core)
             members = list(open_states)
             rng.shuffle(members)
             params = [
@@ -403,7 +415,9 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
                     workers, sides, members, params, rng, order, finished, worker_output, cores
                 )
             else:
-                got = serve_pairs(workers, sides, members, params, rng, order, finished, worker_output)
+                got = serve_pairs(
+                    workers, sides, members, params, rng, order, finished, worker_output, plan.core
+                )
             order += 2 * len(members)
         except BaseException:
             for w in finished:

@@ -30,7 +30,7 @@ from benchmark.compare.output import case_line, job_dict, store_job
 from benchmark.compare.sides import CompareError, check_sides
 from benchmark.config import load_paths
 from benchmark.config.schema import OPT_IN_TAGS
-from benchmark.execution import measure
+from benchmark.execution import cores, measure
 from benchmark.gate.settings import load_gates, with_min_effect
 from benchmark.paths import CHECKOUT_DIR, CONFIGS_DIR, db_url
 from benchmark.report import comparison
@@ -69,6 +69,7 @@ class Request:
     quiet: bool = False
     instructions: bool = False
     pairing: str = jobs.DEFAULT_PAIRING
+    pin: str = "auto"
 
 
 def check_request(req: Request) -> None:
@@ -83,6 +84,20 @@ def check_request(req: Request) -> None:
         raise CompareError(f"--processes {req.processes}: expected 1 or more")
     if req.min_effect is not None and not (0 <= req.min_effect < 1):
         raise CompareError(f"--min-effect {req.min_effect}: expected a fraction in [0, 1), e.g. 0.02")
+    try:
+        cores.candidates(req.pin, req.threads, cores.allowed())
+    except ValueError as e:
+        raise CompareError(str(e).replace("--bench-pin", "--pin")) from None
+
+
+def claim_core(req: Request) -> cores.Claim:
+    """The one core both sides of back-to-back pairs run on (`--pin`, as the suite's `--bench-pin`),
+    held until the job ends so that another run on this machine takes another core; simultaneous
+    pairs take their own two cores and claim none here."""
+    if req.pairing != "back-to-back":
+        return cores.Claim(None)
+    wanted = cores.candidates(req.pin, req.threads, cores.allowed())
+    return cores.claim(wanted, explicit=str(req.pin).strip().lower() not in ("auto", "off"))
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -160,6 +175,9 @@ def compare(req: Request) -> int:
     count_settings = counts.gate_settings(req.gates) if req.instructions else None
     cases = select_cases(req)
     store = open_store(db_url(req.db)) if req.store else None
+    core = claim_core(req)
+    if core.note:
+        warn(f"compare: {core.note}")
     try:
         measure.pin_threads(req.threads or None)
         measure.control_allocator(True)
@@ -187,13 +205,14 @@ def compare(req: Request) -> int:
                     on_step=live.step,  # a live table of the estimates on a terminal, a line now and then off one
                     worker_output=log,
                     pairing=req.pairing,
+                    core=core.core,
                 )
                 live.step(job, final=True)  # the table ends on the final decisions, as printed below
             print(f"{sides['A'].describe()}\n{sides['B'].describe()}")
             for s in job.states:
                 print(case_line(s))
             print(
-                f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); {job.pairing} pairs; seed {job.seed}; "
+                f"{job.steps} step(s) in {job.elapsed_s:.0f} s ({job.stopped}); {pairs_text(job)}; seed {job.seed}; "
                 f"B/A > 1: B is slower; intervals: {interval_level(job)}",
                 flush=True,
             )
@@ -209,10 +228,17 @@ def compare(req: Request) -> int:
             what = "interrupted runs" if job.interrupted else "run group"
             print(f"stored as {what} {job.run_group}: side A run {ids['A']}, side B run {ids['B']}")
     finally:
+        core.release()
         if store is not None:
             store.close()
     _write_outputs(job, req)
     return job.exit_code()
+
+
+def pairs_text(job: jobs.Job) -> str:
+    """How the pairs ran, for the summary line."""
+    where = f" on core {job.core}" if job.core is not None else ""
+    return f"{job.pairing} pairs{where}"
 
 
 def _print_counts(job: jobs.Job) -> None:

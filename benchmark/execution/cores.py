@@ -29,6 +29,22 @@ def allowed() -> set[int]:
     return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
 
 
+def pin_process(pid: int, core: int) -> None:
+    """Run process `pid` on `core`: every thread it has now and, by inheritance, every thread it
+    starts later (for a worker that has already imported the framework, where one pinned before
+    its start would import on a shared core). Nothing where the system has no affinity call; a
+    thread or process that has ended meanwhile is skipped."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        threads = [pid]
+    for tid in threads:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.sched_setaffinity(tid, {core})
+
+
 def candidates(choice: str, threads: int | None, cores: set[int]) -> list[int]:
     """The cores `--bench-pin CHOICE` may take, in order of preference; [] for none (unpinned).
 
