@@ -6,8 +6,8 @@ sitting: the same cases, the two pairings alternated job by job.
 Each round runs two real `benchmark compare` jobs (`--json`) per pairing, in a random order: identical
 environments (A/A) and environments where B's `paddle.<op>` is slower by `--slowdown` (the .pth
 hook of eval/compare_verdicts.py), each with `--pairing back-to-back` and with `--pairing
-simultaneous` (or the modes named by `--pairings`, which also has back-to-back-unpinned:
-`--pin off`; back-to-back pairs run on one claimed core by default). The venvs see this interpreter's packages (tests/compare_venvs.py).
+simultaneous` (or the modes named by `--pairings`, which also has back-to-back-pinned: both
+sides' workers on one claimed core, `--pin auto`). The venvs see this interpreter's packages (tests/compare_venvs.py).
 
 It prints, per pairing: per case, the spread of the pairs' log ratios log(B/A) over all A/A jobs
 (their standard deviation; the noise a pair carries), the A/A jobs' slower/faster verdicts (each
@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT / "eval"))
 from compare_venvs import make_venv, pth_hook  # noqa: E402
 from compare_verdicts import SLOWDOWN  # noqa: E402
 
-# What each mode passes to `benchmark compare`: back-to-back pairs on one claimed core (the default,
-# --pin auto), back-to-back pairs unpinned (--pin off, the default before), simultaneous pairs.
+# What each mode passes to `benchmark compare`: back-to-back pairs unpinned (the default, --pin off),
+# back-to-back pairs on one claimed core (--pin auto), simultaneous pairs.
 MODES = {
-    "back-to-back": ["--pairing", "back-to-back", "--pin", "auto"],
-    "back-to-back-unpinned": ["--pairing", "back-to-back", "--pin", "off"],
+    "back-to-back": ["--pairing", "back-to-back", "--pin", "off"],
+    "back-to-back-pinned": ["--pairing", "back-to-back", "--pin", "auto"],
     "simultaneous": ["--pairing", "simultaneous"],
 }
 PAIRINGS = ("back-to-back", "simultaneous")  # the default modes

@@ -14,12 +14,14 @@ recorded values after it. The slowed case goes round the op series, one per tria
 It prints, per slowed series: its run-to-run spread over the recorded runs (`cv`, the sd of the
 log run values); the slowdown its first slowed run needs to be significant on its own against the
 `--start` - 1 runs before it with that spread (`needs`: one-sided t at the gate's alpha over the
-run's m series, the level Benjamini-Hochberg asks of a run's only change: a bound the gate's test
-cannot go under, whatever else it does); the share of
+run's m series, the level Benjamini-Hochberg asks of a run's only change), with the degrees of
+freedom of a spread of that many runs; the same with that spread pooled with the prior the judge
+fitted at run `--start` (`pooled`, median over the trials; benchmark.analysis.pooled_noise); the
+share of
 trials where the gate failed it on every slowed run, and on run `--start` and `--start` + 1; the
 share where it passed both runs after the revert; and over all trials the other cases' failures
-(each a false one). With `--no-probe-adjust` the gate
-judges raw values. A benchmark on recorded data, not a test.
+(each a false one). With `--no-probe-adjust` the gate judges raw values; with `--no-pool` young
+series keep their own noise (an ablation). A benchmark on recorded data, not a test.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ sys.path.insert(0, str(ROOT / "eval"))
 
 from history_gate_replay import _scaled, _series, load  # noqa: E402
 
+from benchmark.analysis.robust import between_run_noise  # noqa: E402
+from benchmark.gate import judge  # noqa: E402
 from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
 from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
 from benchmark.model import FAILING, SeriesKey  # noqa: E402
@@ -65,7 +69,12 @@ def main(argv=None) -> int:
     p.add_argument("--kind", default="op", help="the kind of the slowed series (default op)")
     p.add_argument("--probe-adjust", action=argparse.BooleanOptionalAction, default=None,
                    help="adjusted by the probe (default: as configs/gates.yaml) or raw")  # fmt: skip
+    p.add_argument("--no-pool", action="store_true",
+                   help="judge young series on their own between-run noise only, not pooled with the "
+                        "run's other series (an ablation of benchmark.analysis.pooled_noise)")  # fmt: skip
     args = p.parse_args(argv)
+    if args.no_pool:
+        judge.noise_priors = lambda *a, **k: {}  # the judge then finds no prior for any metric
     runs = load(args.db)[: args.first]
     n = args.until + args.after
     if len(runs) < n:
@@ -77,6 +86,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     every, first_two, clean_after, trials = (collections.Counter() for _ in range(4))
     others: collections.Counter = collections.Counter()
+    priors = []  # the prior the judge fitted at each trial's first slowed run
     for t in range(args.trials):
         target = targets[t % len(targets)]
         order = [runs[i] for i in rng.permutation(len(runs))[:n]]
@@ -91,6 +101,8 @@ def main(argv=None) -> int:
             }  # fmt: skip
             if pos > 1:
                 bases = {k: _series(k, timeline[k]) for k in keys}
+                if pos == args.start:
+                    priors.append(judge.noise_priors(list(results.values()), bases, gates).get("time"))
                 decisions = decide_results(results.values(), bases, gates)
                 control_fdr(decisions, alpha)
                 failed = {_key(d) for d in decisions if d.verdict in FAILING}
@@ -108,26 +120,37 @@ def main(argv=None) -> int:
     mode = "adjusted by the probe" if gates.spec.defaults.probe_adjust else "raw values"
     print(f"{len(runs)} recorded runs; {len(targets)} {args.kind} series; +{args.slowdown:.0%} on runs "
           f"{args.start}..{args.until}, then {args.after} reverted runs; {args.trials} trials; {mode}")  # fmt: skip
-    # What the first slowed run needs to be significant on its own, whatever the code: its run
-    # value against the `start - 1` earlier ones and their between-run spread (one-sided t,
-    # start - 2 df).
+    # What the first slowed run needs to be significant on its own: its run value against the
+    # `start - 1` earlier ones and their between-run spread (one-sided t with the degrees of freedom
+    # of that spread), alone ('needs') and pooled with the prior the judge fitted ('pooled').
     level = args.start - 1
+    _, df = between_run_noise(np.exp(np.arange(level)))
     # As the run's only change among len(keys) series, Benjamini-Hochberg asks p <= alpha / m.
-    t_crit = float(stats.t.ppf(1 - alpha / len(keys), level - 1))
-    print(f"{'series':<50} {'cv':>6} {'needs':>6} {'trials':>6} {'every':>6} {'1st+2nd':>7} {'after ok':>8}")
+    q = 1 - alpha / len(keys)
+    fitted = [x for x in priors if x is not None]
+    d0 = float(np.median([x.df for x in fitted])) if fitted else 0.0
+    s0 = float(np.median([x.sigma for x in fitted])) if fitted else 0.0
+    if fitted:
+        print(f"the judge's prior at run {args.start}: median s0 {s0:.2%}, d0 {d0:.1f} "
+              f"(d0 {min(x.df for x in fitted):.1f}..{max(x.df for x in fitted):.1f} over {len(fitted)} trials)")  # fmt: skip
+    print(f"{'series':<50} {'cv':>6} {'needs':>6} {'pooled':>6} {'trials':>6} {'every':>6} {'1st+2nd':>7} "
+          f"{'after ok':>8}")  # fmt: skip
     reachable = 0
     for k in targets:
         if trials[k]:
             name = f"{k.case_id} {k.mode}"
             logs = np.log([float(r[k].stats.median) for r in runs])
             cv = float(np.std(logs, ddof=1))
-            needs = math.expm1(t_crit * math.sqrt(1 + 1 / level) * cv)
-            reachable += needs <= args.slowdown
-            print(f"{name[:50]:<50} {cv:6.1%} {needs:6.1%} {trials[k]:6d} {every[k] / trials[k]:6.0%} "
+            needs = math.expm1(float(stats.t.ppf(q, df)) * math.sqrt(1 + 1 / level) * cv)
+            sigma = math.sqrt((d0 * s0**2 + df * cv**2) / (d0 + df))
+            pooled = math.expm1(float(stats.t.ppf(q, d0 + df)) * math.sqrt(1 + 1 / level) * sigma)
+            reachable += (pooled if fitted else needs) <= args.slowdown
+            print(f"{name[:50]:<50} {cv:6.1%} {needs:6.1%} {pooled:6.1%} {trials[k]:6d} {every[k] / trials[k]:6.0%} "
                   f"{first_two[k] / trials[k]:7.0%} {clean_after[k] / trials[k]:8.0%}")  # fmt: skip
     print(
-        f"series whose +{args.slowdown:.0%} can be significant on run {args.start} alone (needs <= "
-        f"+{args.slowdown:.0%}, {level} earlier runs, one-sided t at {alpha}): {reachable} of {len(targets)}"
+        f"series whose +{args.slowdown:.0%} can be significant on run {args.start} alone ("
+        f"{'pooled' if fitted else 'needs'} <= +{args.slowdown:.0%}, {level} earlier runs, one-sided t at "
+        f"{alpha}/{len(keys)}): {reachable} of {len(targets)}"
     )
     total = sum(trials.values())
     print(f"all: failed on every slowed run in {sum(every.values())} of {total} trials; on runs {args.start} and "

@@ -136,7 +136,7 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     out = tmp_path / "job.json"
     proc = compare(
         "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
-        "--alpha", "0.02", "--min-effect", "0.05", "--seed", "11", "--db", str(db), "--json", str(out),
+        "--alpha", "0.02", "--min-effect", "0.05", "--seed", "11", "--db", str(db), "--json", str(out), "--pin", "auto",
         "--markdown", str(tmp_path / "c.md"), "--plot", str(tmp_path / "c.png"),
         cwd=tmp_path,
     )  # fmt: skip
@@ -147,7 +147,7 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     assert verdicts["cmp_exp"]["verdict"] not in ("slower", "faster")
     assert "SLOWER" in proc.stdout and "cmp_abs-cpu-dynamic" in proc.stdout
     assert "step 1 done" in proc.stderr  # progress
-    # both sides' workers ran on one claimed core (--pin auto, the default, with 2 or more cores)
+    # both sides' workers ran on one claimed core (--pin auto, with 2 or more cores)
     cores = sorted(os.sched_getaffinity(0))
     assert doc["core"] in cores if len(cores) > 1 else doc["core"] is None
     assert (f"back-to-back pairs on core {doc['core']};" in proc.stdout) is (doc["core"] is not None)
@@ -183,10 +183,11 @@ def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_i
     out = tmp_path / "j.json"
     proc = compare(
         "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
-        "--no-store", "--json", str(out), "--pin", "off",
+        "--no-store", "--json", str(out),
         cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
+    # unpinned by default
     assert json.loads(out.read_text())["core"] is None and "back-to-back pairs; seed" in proc.stdout
     cases = {c["case_id"]: c for c in json.loads(out.read_text())["cases"]}
     assert cases["cmp_exp"]["verdict"] == "error" and "side B" in cases["cmp_exp"]["message"]

@@ -21,17 +21,25 @@ CASES = {"abs-fwd": 20e-6, "mul-fwd": 30e-6, "sum-fwd": 50e-6}
 DAY = 86400.0
 
 
-def _record(url: str, r: int, rng, slow: dict[str, float] | None = None, drift: float = 0.0) -> int:
+def _record(
+    url: str,
+    r: int,
+    rng,
+    slow: dict[str, float] | None = None,
+    drift: float = 0.0,
+    cases: dict[str, float] = CASES,
+    own: float = 0.0,
+) -> int:
     """One run: 3 worker processes a case, each 20 rounds; `drift` a shift common to every case
-    (the machine), `slow` a factor per case."""
+    (the machine), `own` the spread of a shift of each case's own, `slow` a factor per case."""
     with open_store(url) as st:
         run_id = st.begin_run(
             MachineDescription.of(MACHINE),
             RunDescription.of({"started_at": 1.7e9 + r * DAY, "git_commit": f"{r:02d}" + "ab" * 19}),
         )
         results = []
-        for case, level in CASES.items():
-            level *= (slow or {}).get(case, 1.0) * np.exp(drift)
+        for case, level in cases.items():
+            level *= (slow or {}).get(case, 1.0) * np.exp(drift + rng.normal(0.0, own))
             procs = level * np.exp(rng.normal(0.0, 0.01, 3))
             results.append(
                 result_from_processes(case, [p * np.exp(rng.normal(0.0, 0.003, 20)) for p in procs])
@@ -88,3 +96,35 @@ def test_a_young_series_is_judged_against_all_its_earlier_runs_not_the_previous_
             failures += [(r, c) for c, x in d.items() if x["verdict"] == "regression"]
             assert all("the level of a young series" in x["baseline"] for x in d.values())
     assert failures == []
+
+
+def test_a_young_series_borrows_the_noise_of_the_machines_other_series(tmp_path, capsys):
+    """16 series whose runs move about 1.7% (a shared drift, their own shift and the spread of 3
+    processes): after 5 runs one series' own spread has 2.9 degrees of freedom, and a +10% step
+    on run 6 would need about +15% to be significant on that alone (one-sided t at alpha/16 for
+    Benjamini-Hochberg). Pooled with the other series' spreads (benchmark.analysis.pooled_noise)
+    it is caught on runs 6 and 7 in most histories (without pooling: 1 of 8 seeds), and unchanged
+    runs fail nothing."""
+    cases = {f"op{i:02d}-fwd": 20e-6 * (1 + i) for i in range(16)}
+    caught, failures = 0, []
+    for seed in range(4):
+        url = f"sqlite:///{tmp_path / f'h{seed}.sqlite'}"
+        rng = np.random.default_rng(seed)
+        slowed = []
+        for r in range(7):  # runs 1-5 unchanged, 6-7 op03 +10%
+            slow = {"op03-fwd": 1.10} if r >= 5 else None
+            run_id = _record(url, r, rng, slow, drift=rng.normal(0.0, 0.01), cases=cases, own=0.01)
+            if r < 3:
+                continue
+            d = _gate(url, run_id, capsys)
+            failures += [
+                (seed, r, c)
+                for c, x in d.items()
+                if x["verdict"] == "regression" and not (c == "op03-fwd" and r >= 5)
+            ]
+            if r >= 5:
+                slowed.append(d["op03-fwd"])
+                assert "pooled with that of 16 series on this machine" in d["op03-fwd"]["evidence"]
+        caught += all(x["verdict"] == "regression" for x in slowed)
+    assert failures == []
+    assert caught >= 3, caught

@@ -148,7 +148,7 @@ def compare_processes(
         est = math.log(float(np.median(c))) - math.log(float(np.median(b)))
         se, df = math.sqrt(2.0) * noise, float(noise_df or 1.0)
         method, unit = "history_noise", "runs"
-        basis = f"run values against the history's between-run noise ({noise:.1%}, {df:.0f} df)"
+        basis = f"run values against the history's between-run noise ({noise:.1%}, {df:.1f} df)"
     else:
         ratio = float(np.median(c) / np.median(b)) if nb and nc else math.nan
         few = "baseline" if nb < 2 else "candidate"

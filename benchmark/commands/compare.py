@@ -120,12 +120,13 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--pin",
-        default="auto",
+        default="off",
         metavar="auto|off|CORE",
         help="the one core both sides' workers of back-to-back pairs run on, once they have imported "
         "the framework: 'auto' the highest core no other run on this machine has claimed, when "
         "--threads is 1 and 2 or more cores are allowed; 'off'; or a core number. Simultaneous "
-        "pairs take their own two cores (default auto)",
+        "pairs take their own two cores. Off by default: on a 2-core VM one core for both sides "
+        "gave pairs with outliers that unpinned ones did not (docs/compare.md) (default off)",
     )
     p.add_argument("--seed", type=int, default=None, help="seed of the randomized order (default: random)")
     add_db(p)

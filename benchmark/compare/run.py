@@ -69,7 +69,7 @@ class Request:
     quiet: bool = False
     instructions: bool = False
     pairing: str = jobs.DEFAULT_PAIRING
-    pin: str = "auto"
+    pin: str = "off"
 
 
 def check_request(req: Request) -> None:

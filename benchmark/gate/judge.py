@@ -7,13 +7,15 @@ in docs/detection.md ("The judge").
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
-from benchmark.gate.series import judge_result
+from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
+from benchmark.gate.series import judge_result, series_noise
 from benchmark.gate.settings import Gates, GateSettings
 from benchmark.metrics import TIME, MetricError
 from benchmark.model import CaseResult, Decision, Series, SeriesKey, Verdict
@@ -129,15 +131,40 @@ def decide_results(
     `baseline`), `envs` holding each run's environment. Before Benjamini-Hochberg across cases
     (`control_fdr`), which :func:`evaluate` applies over everything it judged; a replay of
     recorded runs (eval/history_gate_replay.py) calls both."""
+    results = list(results)
+    priors = noise_priors(results, bases, gates) if baseline is None else {}
     decisions = []
     for result in results:
         d, s = _decision(result, gates)
+        if priors.get(s.metric) is not None:
+            s = dataclasses.replace(s, noise_prior=priors[s.metric])
         if result.status == "ok":
             key = SeriesKey.of(result)
             b = (base_results or {}).get(key)
             judge_result(d, s, result, bases.get(key), baseline, b, envs)
         decisions.append(d)
     return decisions
+
+
+def noise_priors(
+    results: Sequence[CaseResult], bases: Mapping[SeriesKey, Series], gates: Gates
+) -> dict[str, NoisePrior | None]:
+    """Per metric, the prior a young series' between-run noise is pooled with: fitted to the
+    between-run noise of every judged series of that metric in `bases` (their earlier runs, not
+    the judged one). Deterministic metrics (instruction counts) have none."""
+    by_metric: dict[str, list] = {}
+    for result in results:
+        if result.status != "ok":
+            continue
+        try:
+            s = gates.for_case(result.case_id, result.name, result.place, result.metric or TIME)
+        except MetricError:  # the judge names it for that result
+            continue
+        if s.definition.judge != "history":
+            continue
+        noise = series_noise(bases.get(SeriesKey.of(result)), s, result.batch_size)
+        by_metric.setdefault(s.metric, []).append(noise)
+    return {metric: noise_prior(noises) for metric, noises in by_metric.items()}
 
 
 def control_fdr(decisions: list[Decision], alpha: float) -> None:

@@ -120,6 +120,31 @@ def earlier_runs(base: Series | None, s: GateSettings, batch) -> tuple[list, lis
 YOUNG_LEVEL_RUNS = 10
 
 
+def series_noise(base: Series | None, s: GateSettings, batch) -> tuple[float, float] | None:
+    """(spread, degrees of freedom) between a series' latest YOUNG_LEVEL_RUNS earlier runs, what
+    the judge fits the prior of a young series' noise to (`benchmark.analysis.pooled_noise`)."""
+    return between_run_noise(earlier_runs(base, s, batch)[1][-YOUNG_LEVEL_RUNS:])
+
+
+def _pooled(noise: tuple[float, float] | None, s: GateSettings) -> tuple[float, float] | None:
+    """A young series' own between-run noise pooled with the prior of the run's series, if any."""
+    if noise is None or s.noise_prior is None:
+        return noise
+    return s.noise_prior.moderate(noise)
+
+
+def _noise_words(own: tuple[float, float], s: GateSettings) -> str:
+    """How a young series' noise was estimated, for its evidence."""
+    if s.noise_prior is None:
+        return f"its between-run noise ({own[0]:.1%}, {own[1]:.1f} df)"
+    sigma, df = s.noise_prior.moderate(own)
+    return (
+        f"its between-run noise ({own[0]:.1%}, {own[1]:.1f} df) pooled with that of "
+        f"{s.noise_prior.series} series on this machine ({s.noise_prior.sigma:.1%}, "
+        f"{s.noise_prior.df:.1f} df): {sigma:.1%}, {df:.1f} df"
+    )
+
+
 # From this many runs in its level a young series is judged on run values against their
 # between-run spread (the machine's drift between runs shows there); below it on process values.
 YOUNG_RUN_VALUES = 3
@@ -136,7 +161,9 @@ def _young_ab(decision: Decision, level: list[int], values, samples, procs, new_
     if len(level) >= YOUNG_RUN_VALUES and noise is not None:
         new_values = [run_value(p, x) for x, p in new_runs]
         base, new = np.asarray(level_values), np.asarray([v for v in new_values if v is not None])
-        return judge_ab(decision, base, new, s, label, noise, None)
+        decision = judge_ab(decision, base, new, s, label, _pooled(noise, s), None)
+        decision.evidence += f"; {_noise_words(noise, s)}"
+        return decision
     base = np.concatenate([ab_side(procs[i], samples[i]) for i in level])
     new = np.concatenate([ab_side(p, x) for x, p in new_runs])
     if len(level) == 1:  # one run: as against the previous run, with the noise of every run before
@@ -214,7 +241,7 @@ def judge_young(decision: Decision, runs, values, samples, procs, new, new_procs
         # noise (as the history detector's standing changes are tested: benchmark.analysis.standing)
         later = np.log([v for v in (run_value(p, x) for x, p in [*since, (new, new_procs)]) if v is not None])
         before = np.log([values[i] for i in level])
-        sigma, df = noise
+        sigma, df = _pooled(noise, s)
         est = float(np.mean(later) - np.mean(before))
         se = sigma * math.sqrt(1.0 / later.size + 1.0 / before.size)
         sign = -1.0 if s.higher_is_better else 1.0
@@ -224,8 +251,8 @@ def judge_young(decision: Decision, runs, values, samples, procs, new, new_procs
         decision.ci_low, decision.ci_high = math.expm1(est - half), math.expm1(est + half)
         decision.evidence_kind = Evidence.AB_HISTORY_NOISE
         decision.evidence = (
-            f"{later.size} run(s) since against {before.size} of the level, its between-run noise "
-            f"({sigma:.1%}, {df:.0f} df): p={decision.p_value:.2g}"
+            f"{later.size} run(s) since against {before.size} of the level, {_noise_words(noise, s)}: "
+            f"p={decision.p_value:.2g}"
         )
         decision.reason = (
             f"worse: {decision.effect:+.1%} since run {raised}, p={decision.p_value:.2g} one-sided"

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchmark.analysis.pooled_noise import NoisePrior
 from benchmark.metrics import METRICS, TIME, Metric, MetricError, get_metric
 from benchmark.paths import GATES_PATH
 
@@ -141,6 +142,9 @@ class GateSettings:
     noise_floor: float = 0.0  # relative; the floor under a deterministic metric's noise
     # Whether a series measured in time may be judged on values adjusted by the reference probe.
     probe_adjust: bool = True
+    # The between-run noise of the run's series on this machine, which a young series' own spread
+    # is pooled with (benchmark.analysis.pooled_noise); set by the judge per run, None: not pooled.
+    noise_prior: NoisePrior | None = None
 
     @property
     def definition(self) -> Metric:
