@@ -1,7 +1,8 @@
 """A young series' between-run noise, pooled with the noise of the other series of its machine.
 
-A series with 5 runs has a between-run spread with 4 degrees of freedom: a t test on it needs a
-step of many spreads before Benjamini-Hochberg over a run's cases lets it through. The series of
+A series with 5 runs has a between-run spread with 2.9 degrees of freedom (`robust.between_run_noise`):
+a t test on it needs a step of about 18 spreads before Benjamini-Hochberg over a run's 37 cases
+lets it through. The series of
 one machine share most of what makes their runs differ (its drift from run to run), so their
 spreads say what a series' spread is likely to be. This is the empirical-Bayes moderation of
 limma (Smyth 2004, "Linear models and empirical Bayes methods for assessing differential

@@ -161,7 +161,8 @@ def serve_pairs(
     """One timing trial of each of `members` (in that order) on both sides back to back, the side
     that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
     the step holds. A fresh worker (on `core`, as the others) takes over a side whose worker died;
-    every worker started is appended to `used`. Returns {side: {case key: (its trial record, its trial order)}}."""
+    every worker started is appended to `used`. Returns {side: {case key: (its trial record, its
+    trial order)}}."""
 
     got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
     current = dict(workers)
