@@ -11,7 +11,8 @@ thread and the harness's allocator settings through the environment (pyperf is t
 to its workers). A run's figure is the harness's run value (the median of its process values)
 and pyperf's mean and median of its values. Every run's wall time goes to DIR/runs.jsonl as it
 ends; `--summary-only` prints the summary. `--processes N` gives the harness N worker processes a
-case, and `--tools harness` runs it alone. Needs pyperf (`pip install pyperf`). A benchmark of
+case, `--tools harness` runs it alone, and a tool `harness:N` is the harness at N processes a case,
+so `--tools harness,harness:10,pyperf` alternates three. Needs pyperf (`pip install pyperf`). A benchmark of
 the machine it runs on, not a test.
 """
 
@@ -137,7 +138,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--tools",
         default="harness,pyperf",
-        help="which tools to run, in this order each round (default harness,pyperf)",
+        help="which tools to run, in this order each round: harness, harness:N (N processes a case) "
+        "or pyperf (default harness,pyperf)",
     )
     ap.add_argument("--summary-only", action="store_true", help="print the summary of what --out holds")
     args = ap.parse_args(argv)
@@ -148,9 +150,10 @@ def main(argv=None) -> int:
         with (out / "runs.jsonl").open("a", encoding="utf-8") as log:
             for i in range(1, args.runs + 1):
                 for tool in args.tools.split(","):
+                    name, _, n = tool.partition(":")
                     row = (
-                        _harness(out, cases, env, args.processes)
-                        if tool == "harness"
+                        _harness(out, cases, env, int(n) if n else args.processes)
+                        if name == "harness"
                         else _pyperf(out, cases, env, i)
                     )
                     log.write(json.dumps(row) + "\n")
