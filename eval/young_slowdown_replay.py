@@ -73,8 +73,14 @@ def main(argv=None) -> int:
                    help="judge young series on their own between-run noise only, not pooled with the "
                         "run's other series (an ablation of benchmark.analysis.pooled_noise)")  # fmt: skip
     args = p.parse_args(argv)
-    if args.no_pool:
-        judge.noise_priors = lambda *a, **k: {}  # the judge then finds no prior for any metric
+    judged_priors = []  # the priors the judge fits, one dict per decide_results call
+    pool = judge.noise_priors
+
+    def _priors(series):  # the judge's own, kept for the summary; none with --no-pool
+        judged_priors.append({} if args.no_pool else pool(series))
+        return judged_priors[-1]
+
+    judge.noise_priors = _priors
     runs = load(args.db)[: args.first]
     n = args.until + args.after
     if len(runs) < n:
@@ -86,7 +92,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     every, first_two, clean_after, trials = (collections.Counter() for _ in range(4))
     others: collections.Counter = collections.Counter()
-    priors = []  # the prior the judge fitted at each trial's first slowed run
+    priors = []  # the prior the judge judged_priors at each trial's first slowed run
     for t in range(args.trials):
         target = targets[t % len(targets)]
         order = [runs[i] for i in rng.permutation(len(runs))[:n]]
@@ -101,9 +107,9 @@ def main(argv=None) -> int:
             }  # fmt: skip
             if pos > 1:
                 bases = {k: _series(k, timeline[k]) for k in keys}
-                if pos == args.start:
-                    priors.append(judge.noise_priors(list(results.values()), bases, gates).get("time"))
                 decisions = decide_results(results.values(), bases, gates)
+                if pos == args.start:
+                    priors.append(judged_priors[-1].get("time"))
                 control_fdr(decisions, alpha)
                 failed = {_key(d) for d in decisions if d.verdict in FAILING}
                 if target in failed:

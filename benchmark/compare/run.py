@@ -96,8 +96,7 @@ def claim_core(req: Request) -> cores.Claim:
     pairs take their own two cores and claim none here."""
     if req.pairing != "back-to-back":
         return cores.Claim(None)
-    wanted = cores.candidates(req.pin, req.threads, cores.allowed())
-    return cores.claim(wanted, explicit=str(req.pin).strip().lower() not in ("auto", "off"))
+    return cores.claim_for(req.pin, req.threads)  # its --pin checked by check_request
 
 
 def _csv(text: str | None) -> list[str] | None:

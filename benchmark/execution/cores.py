@@ -117,3 +117,10 @@ def claim(cores: list[int], *, explicit: bool = False, lock_dir: str | None = No
         None,
         note=f"every core ({', '.join(map(str, cores))}) is claimed by another run on this machine: workers unpinned",
     )
+
+
+def claim_for(choice: str, threads: int | None) -> Claim:
+    """Claim a core for `--bench-pin CHOICE` (or compare's `--pin`) among this process's cores: a
+    core the user named is explicit, `auto` is not. ValueError as `candidates`."""
+    wanted = candidates(choice, threads, allowed())
+    return claim(wanted, explicit=str(choice).strip().lower() not in ("auto", "off"))

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
-from benchmark.gate.series import judge_result, series_noise
+from benchmark.gate.series import earlier_runs, judge_result, series_noise
 from benchmark.gate.settings import Gates, GateSettings
 from benchmark.metrics import TIME, MetricError
 from benchmark.model import CaseResult, Decision, Series, SeriesKey, Verdict
@@ -132,38 +132,31 @@ def decide_results(
     (`control_fdr`), which :func:`evaluate` applies over everything it judged; a replay of
     recorded runs (eval/history_gate_replay.py) calls both."""
     results = list(results)
-    priors = noise_priors(results, bases, gates) if baseline is None else {}
-    decisions = []
-    for result in results:
-        d, s = _decision(result, gates)
+    judged = [(result, *_decision(result, gates)) for result in results]
+    # each history-judged series' earlier runs, extracted once: for the prior and for its judge
+    earlier = {
+        id(result): earlier_runs(bases.get(SeriesKey.of(result)), s, result.batch_size)
+        for result, _, s in judged
+        if baseline is None and result.status == "ok" and s.definition.judge == "history"
+    }
+    priors = noise_priors([(s.metric, earlier[id(r)]) for r, _, s in judged if id(r) in earlier])
+    for result, d, s in judged:
         if priors.get(s.metric) is not None:
             s = dataclasses.replace(s, noise_prior=priors[s.metric])
         if result.status == "ok":
             key = SeriesKey.of(result)
             b = (base_results or {}).get(key)
-            judge_result(d, s, result, bases.get(key), baseline, b, envs)
-        decisions.append(d)
-    return decisions
+            judge_result(d, s, result, bases.get(key), baseline, b, envs, earlier.get(id(result)))
+    return [d for _, d, _ in judged]
 
 
-def noise_priors(
-    results: Sequence[CaseResult], bases: Mapping[SeriesKey, Series], gates: Gates
-) -> dict[str, NoisePrior | None]:
-    """Per metric, the prior a young series' between-run noise is pooled with: fitted to the
-    between-run noise of every judged series of that metric in `bases` (their earlier runs, not
-    the judged one). Deterministic metrics (instruction counts) have none."""
+def noise_priors(series: Iterable[tuple[str, tuple[list, list, list, list]]]) -> dict[str, NoisePrior | None]:
+    """Per metric, the prior a young series' between-run noise is pooled with, from (metric,
+    `earlier_runs`) of every history-judged series of the run: fitted to their between-run noise
+    (their earlier runs, not the judged one)."""
     by_metric: dict[str, list] = {}
-    for result in results:
-        if result.status != "ok":
-            continue
-        try:
-            s = gates.for_case(result.case_id, result.name, result.place, result.metric or TIME)
-        except MetricError:  # the judge names it for that result
-            continue
-        if s.definition.judge != "history":
-            continue
-        noise = series_noise(bases.get(SeriesKey.of(result)), s, result.batch_size)
-        by_metric.setdefault(s.metric, []).append(noise)
+    for metric, earlier in series:
+        by_metric.setdefault(metric, []).append(series_noise(earlier))
     return {metric: noise_prior(noises) for metric, noises in by_metric.items()}
 
 

@@ -120,10 +120,10 @@ def earlier_runs(base: Series | None, s: GateSettings, batch) -> tuple[list, lis
 YOUNG_LEVEL_RUNS = 10
 
 
-def series_noise(base: Series | None, s: GateSettings, batch) -> tuple[float, float] | None:
-    """(spread, degrees of freedom) between a series' latest YOUNG_LEVEL_RUNS earlier runs, what
-    the judge fits the prior of a young series' noise to (`benchmark.analysis.pooled_noise`)."""
-    return between_run_noise(earlier_runs(base, s, batch)[1][-YOUNG_LEVEL_RUNS:])
+def series_noise(earlier: tuple[list, list, list, list]) -> tuple[float, float] | None:
+    """(spread, degrees of freedom) between the latest YOUNG_LEVEL_RUNS of a series' `earlier_runs`,
+    what the judge fits the prior of a young series' noise to (`benchmark.analysis.pooled_noise`)."""
+    return between_run_noise(earlier[1][-YOUNG_LEVEL_RUNS:])
 
 
 def _pooled(noise: tuple[float, float] | None, s: GateSettings) -> tuple[float, float] | None:
@@ -292,8 +292,13 @@ def judge_history(
     result: CaseResult,
     s: GateSettings,
     envs: Mapping[int, Mapping[str, Any]] | None = None,
+    earlier: tuple[list, list, list, list] | None = None,
 ) -> Decision:
-    runs, values, samples, procs = earlier_runs(base, s, result.batch_size)
+    """Judge a result against its series' history `base`; `earlier` is `earlier_runs` of it where
+    the caller has it already."""
+    runs, values, samples, procs = (
+        earlier if earlier is not None else earlier_runs(base, s, result.batch_size)
+    )
     if not runs:
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
         return decision
@@ -458,10 +463,12 @@ def judge_result(
     baseline: int | None,
     b: CaseResult | None,
     envs: Mapping[int, Mapping[str, Any]] | None = None,
+    earlier: tuple[list, list, list, list] | None = None,
 ) -> None:
     """Decide one ok result into ``d``: against ``baseline`` (a run id; ``b`` is that run's result
     of the series, or None) or, when it is None, against the series' history ``base`` (a
-    :class:`~benchmark.model.Series`), ``envs`` holding each run's environment."""
+    :class:`~benchmark.model.Series`), ``envs`` holding each run's environment and ``earlier``
+    the series' `earlier_runs` where the caller has them already."""
     raw = result.samples or []
     batch = result.batch_size
     new = metric_samples(raw, s.metric, batch)
@@ -500,7 +507,7 @@ def judge_result(
         if s.definition.judge == "level":
             judge_deterministic(d, base, new, result, s)
         else:
-            judge_history(d, base, new, procs, result, s, envs)
+            judge_history(d, base, new, procs, result, s, envs, earlier)
         corrupt = (
             [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)] if base else []
         )

@@ -74,13 +74,10 @@ class BenchSession:
             self.settings = dataclasses.replace(self.settings, probe=False)
         self.threads = measure.pin_threads(opt("bench_threads") or None)
         try:
-            wanted = cores.candidates(opt("bench_pin"), opt("bench_threads"), cores.allowed())
+            # Held until this process ends, so that another run on this machine takes another core.
+            self.core_claim = cores.claim_for(opt("bench_pin"), opt("bench_threads"))
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
-        # Held until this process ends, so that another run on this machine takes another core.
-        self.core_claim = cores.claim(
-            wanted, explicit=str(opt("bench_pin")).strip().lower() not in ("auto", "off")
-        )
         self.core = self.core_claim.core
         self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
         self.framework = opt("bench_framework")

@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from benchmark.execution.cores import pin_process
 from benchmark.execution.probe import Probe, around
 from benchmark.limits import WORKER_FRAMEWORK_BYTES
 
@@ -335,26 +336,11 @@ def _die_with_parent(sig: int, parent: int) -> None:
         os._exit(EXIT_NO_MORE_REQUESTS)
 
 
-def pin_to_core(core: int) -> None:
-    """Run this process on `core`: every thread it has now (an import may already have started
-    some, e.g. a BLAS pool) and, by inheritance, every thread started later."""
-    import contextlib  # here: the instruction-count worker imports nothing it does not use
-
-    if not hasattr(os, "sched_setaffinity"):
-        return
-    try:
-        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
-    except OSError:
-        threads = [0]
-    for tid in threads:
-        with contextlib.suppress(ProcessLookupError):  # a thread that has ended since
-            os.sched_setaffinity(tid, {core})
-
-
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     if options.cpu_core is not None:
-        pin_to_core(options.cpu_core)
+        # every thread it has now (an import may already have started some, e.g. a BLAS pool)
+        pin_process(os.getpid(), options.cpu_core)
     if options.memory_limit:
         limit_memory(options.memory_limit)
     records = os.fdopen(options.records_fd, "w", encoding="utf-8", buffering=1)
