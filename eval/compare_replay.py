@@ -7,8 +7,10 @@ pair (log B/A of two process values) to each open case, a case is looked at on t
 number of steps its budget allows; a final look as in the real job). The noise of a pair comes
 from recorded jobs (`--from JOB.json ...`, written by `benchmark compare --json`: the paired log
 differences of every case, centred on 0, resampled with replacement) or from a model (`--sd S`:
-Student t with 4 degrees of freedom scaled to standard deviation S). Case 0 of each job gets
-`--slowdown` added (log(1 + slowdown)); the others are identical.
+Student t with 4 degrees of freedom scaled to standard deviation S); `--case NAME` resamples only
+that recorded case's differences. Case 0 of each job gets `--slowdown` added (log(1 + slowdown));
+the others are identical. `--t-only` replays the paired t interval alone (the statistic before the
+signed-rank interval joined it), for an ablation on the same draws (same `--seed`).
 
     python eval/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000
     python eval/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000 --slowdown 0.05
@@ -29,12 +31,15 @@ import numpy as np
 from benchmark.analysis import sequential as seq
 
 
-def recorded_differences(paths: list[str]) -> np.ndarray:
-    """The paired log differences of every case of the recorded jobs, each case centred on 0."""
+def recorded_differences(paths: list[str], only: str | None = None) -> np.ndarray:
+    """The paired log differences of every case (or of case `only`) of the recorded jobs, each case
+    of each job centred on 0."""
     out = []
     for path in paths:
         doc = json.loads(Path(path).read_text())
         for case in doc["cases"]:
+            if only is not None and case["case"] != only:
+                continue
             a, b = case["values"]["A"], case["values"]["B"]
             d = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
             if len(d) >= 3:
@@ -44,7 +49,9 @@ def recorded_differences(paths: list[str]) -> np.ndarray:
     return np.asarray(out)
 
 
-def one_job(draw, cases: int, shift: float, max_pairs: int, alpha: float, min_effect: float) -> list[str]:
+def one_job(
+    draw, cases: int, shift: float, max_pairs: int, alpha: float, min_effect: float, robust: bool = True
+) -> list[str]:
     """The verdicts of one replayed job (case 0 shifted by `shift` in log)."""
     points = set(seq.look_points(max_pairs))
     d = [[] for _ in range(cases)]
@@ -54,7 +61,9 @@ def one_job(draw, cases: int, shift: float, max_pairs: int, alpha: float, min_ef
         for i in list(open_):
             d[i].append(draw() + (shift if i == 0 else 0.0))
             if n in points:
-                dec = seq.decide(np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases)
+                dec = seq.decide(
+                    np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases, robust=robust
+                )
                 verdicts[i] = dec.verdict
                 if dec.decided:
                     open_.discard(i)
@@ -65,7 +74,13 @@ def one_job(draw, cases: int, shift: float, max_pairs: int, alpha: float, min_ef
         if n >= seq.MIN_PAIRS and n not in points:
             look = seq.look_number(n) + 1
             verdicts[i] = seq.decide(
-                np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases, look=look
+                np.ones(n),
+                np.exp(d[i]),
+                min_effect=min_effect,
+                alpha=alpha,
+                cases=cases,
+                look=look,
+                robust=robust,
             ).verdict
     return verdicts
 
@@ -83,11 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.01, help="the job's alpha (default 0.01)")
     p.add_argument("--min-effect", type=float, default=0.02, help="min effect (default 0.02)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--case", default=None, help="resample only this recorded case's differences")
+    p.add_argument("--t-only", action="store_true", help="the paired t interval alone (an ablation)")
     args = p.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
     if args.recorded:
-        pool = recorded_differences(args.recorded)
+        pool = recorded_differences(args.recorded, args.case)
         source = f"{pool.size} recorded pair differences (sd {pool.std(ddof=1):.3f})"
 
         def draw() -> float:
@@ -103,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [collections.Counter() for _ in range(args.cases)]
     named_only = false_jobs = 0
     for _ in range(args.jobs):
-        v = one_job(draw, args.cases, shift, args.max_pairs, args.alpha, args.min_effect)
+        v = one_job(draw, args.cases, shift, args.max_pairs, args.alpha, args.min_effect, not args.t_only)
         for i, x in enumerate(v):
             counts[i][x] += 1
         others_false = any(x in (seq.SLOWER, seq.FASTER) for x in v[1:])
@@ -112,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         named_only += args.slowdown > 0 and v[0] == seq.SLOWER and not others_false
     print(
         f"{args.jobs} replayed jobs: {args.cases} cases, case 0 slower by {args.slowdown:.1%}, "
-        f"at most {args.max_pairs} pairs, alpha {args.alpha:g}, min effect {args.min_effect:.0%}; {source}"
+        f"at most {args.max_pairs} pairs, alpha {args.alpha:g}, min effect {args.min_effect:.0%}; {source}; "
+        f"{'t interval only' if args.t_only else 't and signed-rank intervals'}"
     )
     for i, c in enumerate(counts):
         print(f"  case {i}: " + ", ".join(f"{k} {n} ({n / args.jobs:.1%})" for k, n in sorted(c.items())))

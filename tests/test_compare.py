@@ -61,6 +61,36 @@ def test_inconclusive_says_how_many_pairs_it_would_need():
     assert few.verdict == seq.INCONCLUSIVE and math.isnan(few.ci_low) and few.pairs == 2
 
 
+def test_the_signed_rank_distribution_is_exact_and_its_interval_covers_at_its_level():
+    import itertools
+
+    n = 7  # every sign pattern of ranks 1..7, against the recurrence
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    for signs in itertools.product((0, 1), repeat=n):
+        counts[sum(r for r, sign in zip(range(1, n + 1), signs, strict=True) if sign)] += 1
+    assert np.allclose(np.cumsum(counts) / 2**n, seq._signed_rank_cdf(n))
+    assert seq.signed_rank_interval([0.1, 0.2, 0.3], 0.01)[1:] == (-math.inf, math.inf)  # 2^-3 > 0.005
+    rng = np.random.default_rng(11)
+    for size in (20, seq.EXACT_SIGNED_RANK + 50):  # exact, then the normal approximation
+        misses = 0
+        for _ in range(1000):
+            d = 0.03 + 0.01 * rng.standard_t(2, size)  # heavy tails, centre 0.03
+            estimate, lo, hi = seq.signed_rank_interval(d, 0.05)
+            misses += not (lo <= 0.03 <= hi)
+        assert misses <= 70, (size, misses)  # 5% of 1000 is 50; sd about 7
+
+
+def test_an_outlying_pair_does_not_hide_a_slowdown():
+    rng = np.random.default_rng(13)
+    a = np.exp(rng.normal(0, 0.005, 41))
+    b = a * 1.05 * np.exp(rng.normal(0, 0.005, 41))
+    b[[7, 30]] *= (0.6, 1.5)  # two processes that ran on a busy machine
+    robust = seq.decide(a, b, min_effect=0.02, alpha=0.01, cases=4)
+    t_only = seq.decide(a, b, min_effect=0.02, alpha=0.01, cases=4, robust=False)
+    assert t_only.verdict == seq.INCONCLUSIVE and robust.verdict == seq.SLOWER
+    assert 1.04 < robust.ratio < 1.06 and robust.ci_low > 1.02
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="pairs need one of each"):
         seq.decide([1.0, 2.0, 3.0], [1.0, 2.0], min_effect=0.02, alpha=0.01)

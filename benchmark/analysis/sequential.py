@@ -24,6 +24,7 @@ spread its budget over many nearly identical looks.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,6 +101,45 @@ def pair_differences(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     return np.log(b_) - np.log(a_)
 
 
+# Pairs up to which the signed-rank interval uses the exact null distribution (normal beyond).
+EXACT_SIGNED_RANK = 200
+
+
+@functools.lru_cache(maxsize=64)
+def _signed_rank_cdf(n: int) -> np.ndarray:
+    """P(T+ <= t), t = 0 .. n(n+1)/2, of the Wilcoxon signed-rank statistic of n untied values
+    under symmetry about 0 (each rank's sign a fair coin)."""
+    p = np.zeros(n * (n + 1) // 2 + 1)
+    p[0] = 1.0
+    for rank in range(1, n + 1):
+        p[rank:] = 0.5 * (p[rank:] + p[:-rank])
+        p[:rank] *= 0.5
+    return np.cumsum(p)
+
+
+def signed_rank_interval(d: Sequence[float] | np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(estimate, low, high) of the centre of symmetry of `d`: the Hodges-Lehmann estimate (the
+    median of the Walsh averages (d_i + d_j)/2, i <= j) and the 1 - alpha interval that inverts the
+    two-sided Wilcoxon signed-rank test (Hollander, Wolfe and Chicken, Nonparametric Statistical
+    Methods, 3rd ed., 3.2): between the k-th smallest and the k-th largest Walsh average, k the
+    largest with P(T+ <= k - 1) <= alpha/2; exact up to EXACT_SIGNED_RANK values, normal beyond.
+    Infinite bounds where n is too small for alpha (2^-n > alpha/2)."""
+    x = np.asarray(d, dtype=float)
+    n = int(x.size)
+    i, j = np.triu_indices(n)
+    walsh = np.sort((x[i] + x[j]) / 2.0)
+    m = walsh.size
+    estimate = float(np.median(walsh))
+    if n <= EXACT_SIGNED_RANK:
+        k = int(np.searchsorted(_signed_rank_cdf(n), alpha / 2.0, side="right"))
+    else:
+        sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+        k = max(0, math.floor(m / 2.0 - float(st.norm.ppf(1 - alpha / 2.0)) * sd))
+    if k < 1:
+        return estimate, -math.inf, math.inf
+    return estimate, float(walsh[k - 1]), float(walsh[m - k])
+
+
 def decide(
     a: Sequence[float],
     b: Sequence[float],
@@ -108,10 +148,19 @@ def decide(
     alpha: float,
     cases: int = 1,
     look: int | None = None,
+    robust: bool = True,
 ) -> SequentialOutcome:
     """The verdict for pairs of process values `a[i]`, `b[i]` (seconds per iteration; lower is
     better) at look `look` (default: the look of this many pairs on the schedule) of a job of
-    `cases` cases with error budget `alpha`. Fewer than MIN_PAIRS pairs: inconclusive, no interval."""
+    `cases` cases with error budget `alpha`. Fewer than MIN_PAIRS pairs: inconclusive, no interval.
+
+    `robust` (the default): the interval is where the paired t interval and the signed-rank
+    interval (`signed_rank_interval`), each at half the look's alpha, overlap, and the estimate is
+    the Hodges-Lehmann one. Both cover the same centre (under A/A the log differences are symmetric
+    about 0, the two sides being exchangeable; a slowdown shifts them), so by the union bound the
+    overlap covers it at the look's level. The t interval decides small samples of a quiet case;
+    the signed-rank one keeps an outlying pair (a process that ran on a busy machine) from widening
+    the interval as it widens the t interval. False: the t interval alone, at the look's alpha."""
     if min_effect < 0:
         raise ValueError(f"min_effect must be >= 0, not {min_effect}")
     d = pair_differences(a, b)
@@ -126,20 +175,26 @@ def decide(
     a_k = look_alpha(alpha, cases, k)
     mean = float(d.mean())
     sd = float(d.std(ddof=1))
-    q = float(st.t.ppf(1 - a_k / 2, n - 1))
-    half = q * sd / math.sqrt(n)
-    lo, hi = mean - half, mean + half
-    if lo > 0 and mean > delta:
+    a_t = a_k / 2 if robust else a_k
+    half = float(st.t.ppf(1 - a_t / 2, n - 1)) * sd / math.sqrt(n)
+    lo, hi, estimate = mean - half, mean + half, mean
+    if robust:
+        estimate, lo_w, hi_w = signed_rank_interval(d, a_k / 2)
+        lo, hi = max(lo, lo_w), min(hi, hi_w)
+        estimate = min(max(estimate, lo), hi) if lo <= hi else estimate
+    if lo > hi:  # the two intervals do not overlap: a sample neither describes well
+        verdict = INCONCLUSIVE
+    elif lo > 0 and estimate > delta:
         verdict = SLOWER
-    elif hi < 0 and mean < -delta:
+    elif hi < 0 and estimate < -delta:
         verdict = FASTER
     elif -delta < lo and hi < delta:
         verdict = SAME
     else:
         verdict = INCONCLUSIVE
-    needed = None if verdict != INCONCLUSIVE else pairs_needed(mean, sd, delta, a_k)
+    needed = None if verdict != INCONCLUSIVE else pairs_needed(estimate, sd, delta, a_k)
     return SequentialOutcome(
-        verdict, math.exp(mean), math.exp(lo), math.exp(hi), 1 - a_k, n, k, sd, min_effect, needed
+        verdict, math.exp(estimate), math.exp(lo), math.exp(hi), 1 - a_k, n, k, sd, min_effect, needed
     )
 
 
