@@ -6,7 +6,9 @@ d = log(value_B) - log(value_A), where a value is the median of that process's r
 cancels what the machine does slowly (load from neighbours, clocks, thermal state): both sides of
 a pair see the same stretch of time.
 
-After each step the B/A ratio exp(mean d) gets a paired t interval on the d's. Verdicts, with
+After each step the B/A ratio gets an interval: where the paired t interval on the d's and the
+Wilcoxon signed-rank interval overlap, each at half the look's error, and the estimate is the
+Hodges-Lehmann one, exp(median of the Walsh averages) (`decide`). Verdicts, with
 delta = log(1 + min_effect):
 
 * slower: the interval lies above 0 and the estimate exceeds +delta (B is slower, beyond min_effect);
@@ -42,7 +44,8 @@ LOOK_GROWTH = 1.5  # looks at pair counts growing by this factor: 3, 5, 8, 12, 1
 class SequentialOutcome:
     """The sequential A/B of one case after some pairs.
 
-    `ratio`: B/A (exp of the mean log difference; >1: B slower); `ci_low`, `ci_high`: its interval at
+    `ratio`: B/A (exp of the Hodges-Lehmann estimate of the log differences, or of their mean with
+    `robust=False`; >1: B slower); `ci_low`, `ci_high`: its interval at
     `confidence` (the level this look spends); `pairs`: the pairs used; `look`: which look this is
     (1-based; 0 before the first); `spread`: standard deviation of the log differences;
     `pairs_needed`: for an inconclusive case, about how many pairs in all would decide it at the
