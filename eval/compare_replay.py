@@ -15,6 +15,12 @@ signed-rank interval joined it), for an ablation on the same draws (same `--seed
     python eval/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000
     python eval/compare_replay.py --sd 0.03 --cases 2 --max-pairs 60 --jobs 2000 --slowdown 0.05
     python eval/compare_replay.py --from job0.json --cases 2 --max-pairs 60 --jobs 500 --slowdown 0.05
+    python eval/compare_replay.py --as-recorded --from job*.json
+
+`--as-recorded` resamples nothing: it decides every case of each recorded job on its own pairs in
+their recorded order, look by look, with the t interval alone and with the t and signed-rank
+intervals, and prints each case's verdict and pairs used under both. A case the job decided early
+holds only the pairs it had then, so the statistic that job ran has the advantage there.
 """
 
 from __future__ import annotations
@@ -85,6 +91,45 @@ def one_job(
     return verdicts
 
 
+def as_recorded(paths: list[str], alpha: float) -> None:
+    """Each recorded job's cases decided on their own pairs, as recorded, by both statistics."""
+    totals = collections.Counter()
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        cases = [c for c in doc["cases"] if c.get("values")]
+        measured = max(1, len(cases))
+        for c in cases:
+            a, b = c["values"]["A"], c["values"]["B"]
+            pairs = [(x, y) for x, y in zip(a, b, strict=False) if x and y]
+            effect = c.get("min_effect", 0.02)
+            row = []
+            for robust in (False, True):
+                verdict, used = seq.INCONCLUSIVE, len(pairs)
+                for n in seq.look_points(max(len(pairs), seq.MIN_PAIRS)):
+                    if n > len(pairs):
+                        break
+                    x, y = zip(*pairs[:n], strict=True)
+                    dec = seq.decide(x, y, min_effect=effect, alpha=alpha, cases=measured, robust=robust)
+                    verdict, used = dec.verdict, n
+                    if dec.decided:
+                        break
+                n = len(pairs)
+                if verdict == seq.INCONCLUSIVE and n >= seq.MIN_PAIRS and used < n:  # the job's final look
+                    x, y = zip(*pairs, strict=True)
+                    look = seq.look_number(n) + 1
+                    verdict = seq.decide(
+                        x, y, min_effect=effect, alpha=alpha, cases=measured, look=look, robust=robust
+                    ).verdict
+                    used = n
+                row.append(f"{verdict} at {used}")
+                totals[("robust" if robust else "t", verdict)] += 1
+            print(
+                f"{Path(path).name} {c['case']:<40} {len(pairs):4d} pairs; t: {row[0]}; t+signed-rank: {row[1]}"
+            )
+    for stat in ("t", "robust"):
+        print(stat + ": " + ", ".join(f"{v} {n}" for (s_, v), n in sorted(totals.items()) if s_ == stat))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -100,7 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--case", default=None, help="resample only this recorded case's differences")
     p.add_argument("--t-only", action="store_true", help="the paired t interval alone (an ablation)")
+    p.add_argument(
+        "--as-recorded",
+        action="store_true",
+        help="decide each recorded job's cases on their own pairs, both ways",
+    )
     args = p.parse_args(argv)
+    if args.as_recorded:
+        if not args.recorded:
+            p.error("--as-recorded needs --from JOB.json ...")
+        as_recorded(args.recorded, args.alpha)
+        return 0
 
     rng = np.random.default_rng(args.seed)
     if args.recorded:
