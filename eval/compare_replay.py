@@ -5,8 +5,8 @@ A job here is what `benchmark.compare.job.run_job` does with the statistics: eve
 pair (log B/A of two process values) to each open case, a case is looked at on the look schedule
 (`benchmark.analysis.sequential`), decided cases stop, and the job ends at `--max-pairs` (the
 number of steps its budget allows; a final look as in the real job). The noise of a pair comes
-from recorded jobs (`--from JOB.json ...`, written by `benchmark compare --json`: the paired log
-differences of every case, centred on 0, resampled with replacement) or from a model (`--sd S`:
+from recorded A/A jobs (`--from JOB.json ...`, written by `benchmark compare --json`: the paired log
+differences of every case, each with its sign flipped beside it, resampled with replacement) or from a model (`--sd S`:
 Student t with 4 degrees of freedom scaled to standard deviation S); `--case NAME` resamples only
 that recorded case's differences. Case 0 of each job gets `--slowdown` added (log(1 + slowdown));
 the others are identical. `--t-only` replays the paired t interval alone (the statistic before the
@@ -39,7 +39,9 @@ from benchmark.analysis import sequential as seq
 
 def recorded_differences(paths: list[str], only: str | None = None) -> np.ndarray:
     """The paired log differences of every case (or of case `only`) of the recorded jobs, each case
-    of each job centred on 0."""
+    of each job, each beside its negative: an A/A pair's two sides are exchangeable, so its log
+    difference is symmetric about 0, and so is this pool (centring each job on its mean instead
+    would leave a heavy-tailed job's pool off centre for a median-based statistic)."""
     out = []
     for path in paths:
         doc = json.loads(Path(path).read_text())
@@ -49,7 +51,8 @@ def recorded_differences(paths: list[str], only: str | None = None) -> np.ndarra
             a, b = case["values"]["A"], case["values"]["B"]
             d = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
             if len(d) >= 3:
-                out.extend(np.asarray(d) - np.mean(d))
+                out.extend(d)
+                out.extend(-np.asarray(d))
     if not out:
         raise SystemExit("no case with 3 or more pairs in the recorded jobs")
     return np.asarray(out)
