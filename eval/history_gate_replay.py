@@ -117,10 +117,13 @@ def replay(
     fdr_alpha: float,
     after: int = 2,
     history: int | None = None,
+    trace: str | None = None,
 ):
     """Per slowed case: [trials whose gate failed on it by the 1st, 2nd, ... `after`-th changed
     run, trials]; the other cases' failures (each a false one). `history`: draw that many history
-    runs with replacement from the runs not judged as changed (default: each of them once)."""
+    runs with replacement from the runs not judged as changed (default: each of them once).
+    `trace`: print the slowed case's decision at each changed run of the trials that slow the case
+    of that id."""
     keys = sorted(set.intersection(*(set(r) for r in runs)))
     rng = np.random.default_rng(seed)
     caught = {k: [0] * (after + 1) for k in keys}
@@ -147,6 +150,10 @@ def replay(
             decisions = decide_results(results.values(), bases, gates)
             control_fdr(decisions, fdr_alpha)
             failed = {(d.case_id, d.place, d.mode) for d in decisions if d.verdict in FAILING}
+            if trace is not None and target.case_id == trace:
+                d = next(d for d in decisions if (d.case_id, d.place, d.mode) == name)
+                print(f"trial {t + 1}, changed run {i + 1}: {d.verdict.value}; effect {d.effect:+.1%} "
+                      f"[{d.ci_low:+.1%}, {d.ci_high:+.1%}], p {d.p_value:.2g}; {d.evidence}; {d.probe}")  # fmt: skip
             if name in failed and first_hit is None:
                 first_hit = i
             for f in failed - {name}:
@@ -203,6 +210,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--gates", default=None, help="gate settings (default configs/gates.yaml)")
     parser.add_argument(
+        "--trace",
+        default=None,
+        metavar="CASE_ID",
+        help="print that case's decision at each changed run it is slowed in",
+    )
+    parser.add_argument(
         "--probe-adjust",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -225,7 +238,7 @@ def main(argv=None) -> int:
     if args.history is not None and args.history < 12:
         parser.error(f"--history {args.history}: the history gate needs at least 12 earlier runs")
     caught, others = replay(
-        runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha, args.after, args.history
+        runs, gates, args.slowdown, args.trials, args.seed, fdr_alpha, args.after, args.history, args.trace
     )
     drawn = "" if args.history is None else f", histories of {args.history} runs drawn with replacement"
     adjusted = "adjusted by the probe" if gates.spec.defaults.probe_adjust else "raw values"
