@@ -62,35 +62,23 @@ def one_job(
     draw, cases: int, shift: float, max_pairs: int, alpha: float, min_effect: float, robust: bool = True
 ) -> list[str]:
     """The verdicts of one replayed job (case 0 shifted by `shift` in log)."""
-    points = set(seq.look_points(max_pairs))
     d = [[] for _ in range(cases)]
     verdicts = [seq.INCONCLUSIVE] * cases
     open_ = set(range(cases))
     for n in range(1, max_pairs + 1):
+        look = seq.look_at(n, final=n == max_pairs)  # the job's final look at its last step
         for i in list(open_):
             d[i].append(draw() + (shift if i == 0 else 0.0))
-            if n in points:
+            if look is not None:
                 dec = seq.decide(
-                    np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases, robust=robust
-                )
+                    np.ones(n), np.exp(d[i]), min_effect=min_effect, alpha=alpha, cases=cases, look=look,
+                    robust=robust,
+                )  # fmt: skip
                 verdicts[i] = dec.verdict
                 if dec.decided:
                     open_.discard(i)
         if not open_:
             break
-    for i in open_:
-        n = len(d[i])
-        if n >= seq.MIN_PAIRS and n not in points:
-            look = seq.look_number(n) + 1
-            verdicts[i] = seq.decide(
-                np.ones(n),
-                np.exp(d[i]),
-                min_effect=min_effect,
-                alpha=alpha,
-                cases=cases,
-                look=look,
-                robust=robust,
-            ).verdict
     return verdicts
 
 
@@ -108,22 +96,17 @@ def as_recorded(paths: list[str], alpha: float) -> None:
             row = []
             for robust in (False, True):
                 verdict, used = seq.INCONCLUSIVE, len(pairs)
-                for n in seq.look_points(max(len(pairs), seq.MIN_PAIRS)):
-                    if n > len(pairs):
-                        break
+                for n in range(seq.MIN_PAIRS, len(pairs) + 1):  # as the job looks, its final look last
+                    look = seq.look_at(n, final=n == len(pairs))
+                    if look is None:
+                        continue
                     x, y = zip(*pairs[:n], strict=True)
-                    dec = seq.decide(x, y, min_effect=effect, alpha=alpha, cases=measured, robust=robust)
+                    dec = seq.decide(
+                        x, y, min_effect=effect, alpha=alpha, cases=measured, look=look, robust=robust
+                    )
                     verdict, used = dec.verdict, n
                     if dec.decided:
                         break
-                n = len(pairs)
-                if verdict == seq.INCONCLUSIVE and n >= seq.MIN_PAIRS and used < n:  # the job's final look
-                    x, y = zip(*pairs, strict=True)
-                    look = seq.look_number(n) + 1
-                    verdict = seq.decide(
-                        x, y, min_effect=effect, alpha=alpha, cases=measured, look=look, robust=robust
-                    ).verdict
-                    used = n
                 row.append(f"{verdict} at {used}")
                 totals[("robust" if robust else "t", verdict)] += 1
             print(

@@ -26,6 +26,9 @@ def test_look_schedule_and_spending_never_exceed_alpha():
     assert points[:6] == [3, 5, 8, 12, 18, 27]
     assert all(b > a for a, b in zip(points, points[1:], strict=False))
     assert seq.look_number(2) == 0 and seq.look_number(3) == 1 and seq.look_number(7) == 2
+    # a look on the schedule; off it, none, unless it is the job's last step (one look more)
+    assert seq.look_at(2, final=True) is None and seq.look_at(8) == 3 and seq.look_at(8, final=True) == 3
+    assert seq.look_at(7) is None and seq.look_at(7, final=True) == 3
     spent = sum(seq.look_alpha(0.01, 4, k) for k in range(1, 10_000)) * 4
     assert spent <= 0.01
 

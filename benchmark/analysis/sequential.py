@@ -83,6 +83,18 @@ def look_number(pairs: int, first: int = MIN_PAIRS, growth: float = LOOK_GROWTH)
     return sum(1 for p in look_points(max(pairs, first), first, growth) if p <= pairs)
 
 
+def look_at(pairs: int, *, final: bool = False) -> int | None:
+    """The look a case with `pairs` pairs gets now: its number on the schedule where `pairs` is a
+    look point; where it is not, one look more when `final` (the end of the job), else None (no
+    look). None below MIN_PAIRS."""
+    if pairs < MIN_PAIRS:
+        return None
+    look = look_number(pairs)
+    if pairs == look_points(pairs)[look - 1]:
+        return look
+    return look + 1 if final else None
+
+
 def look_alpha(alpha: float, cases: int, look: int) -> float:
     """The two-sided error this look may spend: alpha / cases / (look (look + 1))."""
     if not (0 < alpha < 1):

@@ -269,15 +269,9 @@ def _decide(state: CaseState, alpha: float, cases: int, *, final: bool = False) 
     """Look at a case when its pair count is on the look schedule (or, `final`, once more at the
     end of the job when it is not, as one further look)."""
 
-    n = len(state.pairs)
-    if n < seq.MIN_PAIRS:
+    look = seq.look_at(len(state.pairs), final=final)
+    if look is None:
         return
-    points = seq.look_points(n)
-    look = seq.look_number(n)
-    if n != points[look - 1]:
-        if not final:
-            return
-        look += 1
     a, b = zip(*state.pairs, strict=True)
     state.decision = seq.decide(a, b, min_effect=state.min_effect, alpha=alpha, cases=cases, look=look)
 
