@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     every, first_two, clean_after, trials = (collections.Counter() for _ in range(4))
     others: collections.Counter = collections.Counter()
-    priors = []  # the prior the judge judged_priors at each trial's first slowed run
+    priors = []  # the prior the judge fitted at each trial's first slowed run
     for t in range(args.trials):
         target = targets[t % len(targets)]
         order = [runs[i] for i in rng.permutation(len(runs))[:n]]
