@@ -133,13 +133,17 @@ def decide_results(
     recorded runs (eval/history_gate_replay.py) calls both."""
     results = list(results)
     judged = [(result, *_decision(result, gates)) for result in results]
-    # each history-judged series' earlier runs, extracted once: for the prior and for its judge
+    # each history-judged series' earlier runs, extracted once: for its judge and, judged against
+    # the history, for the prior of the young series' noise
     earlier = {
         id(result): earlier_runs(bases.get(SeriesKey.of(result)), s, result.batch_size)
         for result, _, s in judged
-        if baseline is None and result.status == "ok" and s.definition.judge == "history"
+        if result.status == "ok" and s.definition.judge == "history"
     }
-    priors = noise_priors([(s.metric, earlier[id(r)]) for r, _, s in judged if id(r) in earlier])
+    history = (
+        [(s.metric, earlier[id(r)]) for r, _, s in judged if id(r) in earlier] if baseline is None else []
+    )
+    priors = noise_priors(history)
     for result, d, s in judged:
         if priors.get(s.metric) is not None:
             s = dataclasses.replace(s, noise_prior=priors[s.metric])

@@ -291,14 +291,11 @@ def judge_history(
     new_procs: np.ndarray,
     result: CaseResult,
     s: GateSettings,
-    envs: Mapping[int, Mapping[str, Any]] | None = None,
-    earlier: tuple[list, list, list, list] | None = None,
+    envs: Mapping[int, Mapping[str, Any]] | None,
+    earlier: tuple[list, list, list, list],
 ) -> Decision:
-    """Judge a result against its series' history `base`; `earlier` is `earlier_runs` of it where
-    the caller has it already."""
-    runs, values, samples, procs = (
-        earlier if earlier is not None else earlier_runs(base, s, result.batch_size)
-    )
+    """Judge a result against its series' history `base`, whose `earlier_runs` are `earlier`."""
+    runs, values, samples, procs = earlier
     if not runs:
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
         return decision
@@ -462,13 +459,13 @@ def judge_result(
     base: Series | None,
     baseline: int | None,
     b: CaseResult | None,
-    envs: Mapping[int, Mapping[str, Any]] | None = None,
-    earlier: tuple[list, list, list, list] | None = None,
+    envs: Mapping[int, Mapping[str, Any]] | None,
+    earlier: tuple[list, list, list, list] | None,
 ) -> None:
     """Decide one ok result into ``d``: against ``baseline`` (a run id; ``b`` is that run's result
     of the series, or None) or, when it is None, against the series' history ``base`` (a
     :class:`~benchmark.model.Series`), ``envs`` holding each run's environment and ``earlier``
-    the series' `earlier_runs` where the caller has them already."""
+    the series' `earlier_runs` (None for a metric judged by level)."""
     raw = result.samples or []
     batch = result.batch_size
     new = metric_samples(raw, s.metric, batch)
@@ -492,8 +489,9 @@ def judge_result(
             return
         # the history's between-run noise and between-process spread, from the runs before the
         # judged one (not the judged one; the baseline run's own spread counts once, as its side)
-        runs, values, _, earlier = earlier_runs(base, s, batch)
-        spread = pooled_process_spread([p for r, p in zip(runs, earlier, strict=True) if r != baseline])
+        assert earlier is not None  # a history-judged metric: the caller extracted its earlier runs
+        runs, values, _, run_procs = earlier
+        spread = pooled_process_spread([p for r, p in zip(runs, run_procs, strict=True) if r != baseline])
         judge_ab(
             d,
             ab_side(b_procs, b_raw),
@@ -507,6 +505,7 @@ def judge_result(
         if s.definition.judge == "level":
             judge_deterministic(d, base, new, result, s)
         else:
+            assert earlier is not None  # as above
             judge_history(d, base, new, procs, result, s, envs, earlier)
         corrupt = (
             [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)] if base else []
