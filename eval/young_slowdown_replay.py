@@ -92,6 +92,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     every, first_two, clean_after, trials = (collections.Counter() for _ in range(4))
     others: collections.Counter = collections.Counter()
+    failed_runs = 0  # judged runs where another series failed (the gate failed unchanged code)
+    failed_at: collections.Counter = collections.Counter()  # the same, by the run's position
     priors = []  # the prior the judge fitted at each trial's first slowed run
     for t in range(args.trials):
         target = targets[t % len(targets)]
@@ -116,6 +118,8 @@ def main(argv=None) -> int:
                     failed_on.append(pos)
                 for f in failed - {target}:
                     others[f] += 1
+                failed_runs += bool(failed - {target})
+                failed_at[pos] += bool(failed - {target})
             for k in keys:
                 timeline[k].append((pos, results[k]))
         slowed_runs = set(range(args.start, args.until + 1))
@@ -161,7 +165,9 @@ def main(argv=None) -> int:
     total = sum(trials.values())
     print(f"all: failed on every slowed run in {sum(every.values())} of {total} trials; on runs {args.start} and "
           f"{args.start + 1} in {sum(first_two.values())}; passed after the revert in {sum(clean_after.values())}")  # fmt: skip
-    print(f"other series failing: {sum(others.values())} in {total * (n - 1)} judged runs")
+    print(f"other series failing: {sum(others.values())} in {total * (n - 1)} judged runs; judged runs "
+          f"where one did: {failed_runs} (by run: {', '.join(f'{k}: {failed_at[k]}' for k in range(2, n + 1))}, "
+          f"of {total} each)")  # fmt: skip
     for k, c in others.most_common(5):
         print(f"  {k.case_id} {k.place} {k.mode}: {c}")
     return 0
