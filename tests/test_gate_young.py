@@ -128,3 +128,25 @@ def test_a_young_series_borrows_the_noise_of_the_machines_other_series(tmp_path,
         caught += all(x["verdict"] == "regression" for x in slowed)
     assert failures == []
     assert caught >= 3, caught
+
+
+def test_a_young_series_spread_counts_an_excursion_that_came_back(url, capsys):
+    """The spread a young series' run is judged with comes from all its earlier runs, not only its
+    level: a run that was raised as a regression and came back is left out of the level, but it
+    says how far this series moves. On a drifting machine some cases jump +40-80% for one run and
+    come back (docs/detection.md, "Young series on a drifting machine"). Here `abs-fwd` jumps +40%
+    on run 2, is back on run 3, and jumps again on run 6: the first jump fails (nothing like it
+    before), the second does not (one like it came back)."""
+    rng = np.random.default_rng(3)
+    verdicts = {}
+    for r in range(7):
+        slow = {"abs-fwd": 1.40} if r in (2, 6) else None
+        run_id = _record(url, r, rng, slow, drift=rng.normal(0.0, 0.01))
+        if r:
+            d = _gate(url, run_id, capsys)
+            assert {c for c, x in d.items() if x["verdict"] == "regression"} <= {"abs-fwd"}, (r, d)
+            verdicts[r] = d["abs-fwd"]
+    assert verdicts[2]["verdict"] == "regression", verdicts[2]
+    assert "came back" in verdicts[3]["evidence"], verdicts[3]
+    assert verdicts[6]["verdict"] != "regression", verdicts[6]
+    assert verdicts[6]["effect"] > 0.3, verdicts[6]

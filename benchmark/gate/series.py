@@ -151,13 +151,19 @@ YOUNG_RUN_VALUES = 3
 
 
 def _young_ab(decision: Decision, level: list[int], values, samples, procs, new_runs: list[tuple], s: GateSettings,
-              label: str) -> Decision:  # fmt: skip
+              label: str, upto: int | None = None) -> Decision:  # fmt: skip
     """A young series' new run(s) (`new_runs`: (raw samples, process values) each) against its
     level. With YOUNG_RUN_VALUES level runs or more: run values against the level's run values and
     their between-run noise (one new run is one value: the drift between runs is its noise, not
-    the spread inside it); with fewer, the processes of the level's runs against the new ones."""
+    the spread inside it); with fewer, the processes of the level's runs against the new ones.
+    `upto`: the number of earlier runs, where a new run is judged; its noise is then the larger of
+    the level's and that of the last YOUNG_LEVEL_RUNS earlier runs, so that a run left out of the
+    level as a regression that came back still counts in how far the series moves."""
     level_values = [values[i] for i in level]
     noise = between_run_noise(level_values)
+    if upto is not None and noise is not None:
+        every = between_run_noise(values[max(0, upto - YOUNG_LEVEL_RUNS) : upto])
+        noise = every if every is not None and every[0] > noise[0] else noise
     if len(level) >= YOUNG_RUN_VALUES and noise is not None:
         new_values = [run_value(p, x) for x, p in new_runs]
         base, new = np.asarray(level_values), np.asarray([v for v in new_values if v is not None])
@@ -189,7 +195,7 @@ def young_replay(values, samples, procs, s: GateSettings) -> tuple[list[int], in
             case_id="", name="", place="", mode="", metric=s.metric, verdict=Verdict.INCONCLUSIVE
         )
         d = _young_ab(
-            blank, level[-YOUNG_LEVEL_RUNS:], values, samples, procs, [(samples[t], procs[t])], s, ""
+            blank, level[-YOUNG_LEVEL_RUNS:], values, samples, procs, [(samples[t], procs[t])], s, "", upto=t
         )
         worse = d.verdict == Verdict.REGRESSION or (
             standing is not None and math.isfinite(d.effect) and _worse_by(d.effect, s) >= s.min_effect
@@ -225,7 +231,9 @@ def judge_young(decision: Decision, runs, values, samples, procs, new, new_procs
             f"{span}, the level of a young series ({len(values)} earlier runs; "
             f"the history gate needs {MIN_RUNS - 1})"
         )
-    decision = _young_ab(decision, level, values, samples, procs, [(new, new_procs)], s, label)
+    decision = _young_ab(
+        decision, level, values, samples, procs, [(new, new_procs)], s, label, upto=len(values)
+    )
     if standing is None:
         return decision
     raised = runs[standing]
