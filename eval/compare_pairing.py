@@ -12,8 +12,9 @@ sides' workers on one claimed core, `--pin auto`). The venvs see this interprete
 It prints, per pairing: per case, the spread of the pairs' log ratios log(B/A) over all A/A jobs
 (their standard deviation; the noise a pair carries), the A/A jobs' slower/faster verdicts (each
 one false), how many slowdown jobs named the slowed op's cases alone as slower, and the jobs' wall
-time. Every job's figures are appended to WORKDIR/jobs.jsonl as it ends. A benchmark on the
-machine it runs on, not a test.
+time. Every job's figures are appended to WORKDIR/jobs.jsonl as it ends, with its budget, the
+harness commit and when it ended, so one WORKDIR can gather the jobs of several sittings
+(`--summary-only` prints them all). A benchmark on the machine it runs on, not a test.
 """
 
 from __future__ import annotations
@@ -145,7 +146,12 @@ def main(argv=None) -> int:
             work / "venv-b", hook=pth_hook(SLOWDOWN.format(op=args.op, fraction=args.slowdown))
         )
         rng = random.Random(args.seed)
-        n = 0
+        # a WORKDIR may gather the jobs of several sittings: each row says when, with which harness
+        # commit and budget it ran, and job files are numbered on
+        n = len(log.read_text().splitlines()) if log.exists() else 0
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip()
         for r in range(args.rounds):
             plan = [(kind, pairing) for kind in ("A/A", "slowdown") for pairing in pairings]
             rng.shuffle(plan)
@@ -153,7 +159,8 @@ def main(argv=None) -> int:
                 n += 1
                 b = python_a if kind == "A/A" else python_b
                 row = _job(python_a, b, pairing, args, work / f"job{n}.json")
-                row.update(round=r, kind=kind, pairing=pairing)
+                row.update(round=r, kind=kind, pairing=pairing, budget_min=args.budget_min, commit=commit,
+                           ended=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # fmt: skip
                 with log.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(row) + "\n")
                 verdicts = ", ".join(f"{k}: {c['verdict']}" for k, c in (row.get("cases") or {}).items())
