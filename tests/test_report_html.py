@@ -48,6 +48,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "results" / "report-screenshots"
 
 
+def _keep(shot: Path) -> None:
+    """A copy of screenshot `shot` in SCREENSHOTS, for people to look at (made here, so that a test
+    run alone does not depend on another having made the folder)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, SCREENSHOTS / shot.name)
+
+
 def _level(kind: str, base: float, r: int) -> float:
     # The badges are the judge's verdicts on the latest run: these changes are flagged there (the
     # online detector needs two runs at the new level).
@@ -270,8 +277,7 @@ def test_index_renders_every_series_without_errors(index, site, tmp_path):
     shot = tmp_path / "dashboard-index.png"
     index.page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(shot, SCREENSHOTS / "dashboard-index.png")
+    _keep(shot)
 
 
 def test_script_in_a_case_name_shows_as_text(index):
@@ -310,7 +316,7 @@ def test_series_page_opens_from_its_link(index, browser, tmp_path):
     assert page.get_by_text("Change points and gate alerts").count() == 1
     assert index.errors == [] and index.dialogs == []
     page.screenshot(path=str(tmp_path / "dashboard-series.png"), full_page=True)
-    shutil.copy(tmp_path / "dashboard-series.png", SCREENSHOTS / "dashboard-series.png")
+    _keep(tmp_path / "dashboard-series.png")
     # the page of the case named <script>...: shown as text, nothing runs
     w = Watched(browser)
     w.page.goto(index.page.url.rsplit("/series/", 1)[0] + "/index.html")
