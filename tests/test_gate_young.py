@@ -133,7 +133,7 @@ def test_a_young_series_borrows_the_noise_of_the_machines_other_series(tmp_path,
 def test_a_young_series_spread_counts_an_excursion_that_came_back(url, capsys):
     """The spread a young series' run is judged with comes from all its earlier runs, not only its
     level: a run that was raised as a regression and came back is left out of the level, but it
-    says how far this series moves. On a drifting machine some cases jump +40-80% for one run and
+    says how far this series moves. On a drifting machine some cases jump +20-80% for one run and
     come back (docs/detection.md, "The excursion rule"). Here `abs-fwd` jumps +40%
     on run 2, is back on run 3, and jumps again on run 6: the first jump fails (nothing like it
     before), the second does not (one like it came back)."""
