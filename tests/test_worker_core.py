@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-import time
 
 import psutil
 import pytest
@@ -118,16 +117,11 @@ def test_a_worker_pinned_once_ready_runs_with_every_thread_on_that_core(tmp_path
         worker.close()
 
 
-def _hold(core: int, timeout_s: float = 300.0) -> cores.Claim:
-    """Claim `core` for this test, waiting while another run (a suite started by a test beside
-    this one under pytest -n) holds it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        claim = cores.claim([core])
-        if claim.lock is not None:
-            return claim
-        assert time.monotonic() < deadline, f"core {core} stayed claimed by another run for {timeout_s:.0f} s"
-        time.sleep(0.1)
+def _hold(core: int, lock_dir: str) -> cores.Claim:
+    """Claim `core` for this test, in `lock_dir`, as another run on this machine would."""
+    claim = cores.claim([core], lock_dir=lock_dir)
+    assert claim.lock is not None, f"core {core} is already claimed in {lock_dir}"
+    return claim
 
 
 @pytest.mark.slow
@@ -136,13 +130,21 @@ def test_the_run_records_its_core_goes_unpinned_when_all_are_claimed_and_refuses
     cfg.write_text(textwrap.dedent(CASES))
     summary = tmp_path / "summary.json"
     base = ["--bench-config", str(cfg), "--bench-quick", "--bench-no-store", "--bench-json", str(summary)]
-    run_suite(*base)
+    # The runs claim their cores in a temporary directory of this test's own (the lock files live in
+    # the temporary directory), so that suites run by tests beside this one under pytest -n neither
+    # hold the cores this test expects free nor see the ones it holds.
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    mine = {"TMPDIR": str(locks)}
+    run_suite(*base, env_extra=mine)
     run = json.loads(summary.read_text())["run"]
     assert run["worker_core"] in CORES if len(CORES) > 1 else run["worker_core"] is None
+    if len(CORES) > 1:  # claimed where this test looks
+        assert (locks / cores.LOCK_NAME.format(core=run["worker_core"])).exists()
     # Every core claimed, as by other runs on this machine: the run goes unpinned and says so.
-    held = [_hold(c) for c in sorted(CORES)]
+    held = [_hold(c, str(locks)) for c in sorted(CORES)]
     try:
-        proc = run_suite(*base)
+        proc = run_suite(*base, env_extra=mine)
     finally:
         for claim in held:
             claim.release()
