@@ -116,10 +116,11 @@ def main(argv=None) -> int:
                 failed = {_key(d) for d in decisions if d.verdict in FAILING}
                 if target in failed:
                     failed_on.append(pos)
-                for f in failed - {target}:
+                falsely = failed - {target}
+                for f in falsely:
                     others[f] += 1
-                failed_runs += bool(failed - {target})
-                failed_at[pos] += bool(failed - {target})
+                failed_runs += bool(falsely)
+                failed_at[pos] += bool(falsely)
             for k in keys:
                 timeline[k].append((pos, results[k]))
         slowed_runs = set(range(args.start, args.until + 1))
