@@ -9,7 +9,8 @@ with its defaults (20 worker processes, 1 warm-up and 3 values each, its own loo
 the same cases built by the same runner (eval/pyperf_cases.py, one JSON file per run). Both get one
 thread and the harness's allocator settings through the environment (pyperf is told to pass them
 to its workers). A run's figure is the harness's run value (the median of its process values)
-and pyperf's mean and median of its values. Every run's wall time goes to DIR/runs.jsonl as it
+and pyperf's mean and median of its values; the harness's is also shown adjusted by its probe
+(`analysis.adjust`, the gate's estimator, with each run's beta fitted on the other runs). Every run's wall time goes to DIR/runs.jsonl as it
 ends; `--summary-only` prints the summary. `--processes N` gives the harness N worker processes a
 case, `--tools harness` runs it alone, and a tool `harness:N` is the harness at N processes a case,
 so `--tools harness,harness:10,pyperf` alternates three. Needs pyperf (`pip install pyperf`). A benchmark of
@@ -32,7 +33,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmark.analysis.adjust import estimate  # noqa: E402
 from benchmark.execution import measure  # noqa: E402
+from benchmark.records import process_probe  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 CASES = "abs-1000x1000-fwd,matmul-fwd,softmax-16x1000-fwd,elementwise_mul_smoke-fwd"
@@ -60,13 +63,18 @@ def _harness(out: Path, cases: list[str], env: dict[str, str], processes: int | 
     wall = time.perf_counter() - t0
     with open_store(db) as store:
         run = store.latest_run_id()
-        values = {
-            r.case_id: float(r.stats.median)
-            for r in store.results(run)
-            if r.status == "ok" and r.place == "cpu"
-        }
+        ok = [r for r in store.results(run) if r.status == "ok" and r.place == "cpu"]
+        values = {r.case_id: float(r.stats.median) for r in ok}
+        probes = {r.case_id: process_probe(r.processes) for r in ok}
     tool = f"harness-{processes}" if processes else "harness"
-    return {"tool": tool, "wall_s": wall, "exit": proc.returncode, "run": run, "values": values}
+    return {
+        "tool": tool,
+        "wall_s": wall,
+        "exit": proc.returncode,
+        "run": run,
+        "values": values,
+        "probes": probes,
+    }
 
 
 def _pyperf(out: Path, cases: list[str], env: dict[str, str], index: int) -> dict:
@@ -95,6 +103,17 @@ def _cv(x: list[float]) -> float:
     return float(np.std(a, ddof=1) / np.mean(a)) if len(a) > 1 else float("nan")
 
 
+def held_out_adjusted(values: list[float], probes: list[float | None]) -> tuple[list[float], int]:
+    """Each run's value divided by the probe factor that the gate's estimator (analysis.adjust)
+    fits on the other runs, so no run adjusts itself; and how many of those fits used the probe."""
+    out, used = [], 0
+    for i, (v, p) in enumerate(zip(values, probes, strict=True)):
+        adj = estimate(values[:i] + values[i + 1 :], probes[:i] + probes[i + 1 :])
+        out.append(v / adj.factor(p))
+        used += adj.used
+    return out, used
+
+
 def summary(out: Path, cases: list[str]) -> None:
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines() if line.strip()]
     figures = {}  # (tool, figure) -> rows; pyperf gives its mean and its median
@@ -112,6 +131,15 @@ def summary(out: Path, cases: list[str]) -> None:
             v = [x[c] for x in runs if c in x]
             if v:
                 print(f"  {c:<28} CV {_cv(v):6.2%}  level {1e6 * statistics.median(v):9.1f} us")
+    harness = {r["tool"] for r in rows if r["exit"] == 0 and "probes" in r}
+    for tool in sorted(harness):
+        runs = [r for r in rows if r["tool"] == tool and r["exit"] == 0 and "probes" in r]
+        print(f"{tool} (run value adjusted by the probe, beta fitted on the other runs), {len(runs)} runs:")
+        for c in cases:
+            pairs = [(r["values"][c], r["probes"].get(c)) for r in runs if c in r["values"]]
+            if len(pairs) > 1:
+                adjusted, used = held_out_adjusted([v for v, _ in pairs], [p for _, p in pairs])
+                print(f"  {c:<28} CV {_cv(adjusted):6.2%}  (probe used in {used} of {len(pairs)} fits)")
     for tool in dict.fromkeys(r["tool"] for r in rows):
         walls = [r["wall_s"] for r in rows if r["tool"] == tool and r["exit"] == 0]
         if walls:
