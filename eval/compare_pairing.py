@@ -5,7 +5,7 @@ sitting: the same cases, the two pairings alternated job by job.
 
 Each round runs two real `benchmark compare` jobs (`--json`) per pairing, in a random order: identical
 environments (A/A) and environments where B's `paddle.<op>` is slower by `--slowdown` (the .pth
-hook of eval/compare_verdicts.py), each with `--pairing back-to-back` and with `--pairing
+hook of eval/compare_verdicts.py; `--kinds A/A` runs only the first), each with `--pairing back-to-back` and with `--pairing
 simultaneous` (or the modes named by `--pairings`, which also has back-to-back-pinned: both
 sides' workers on one claimed core, `--pin auto`). The venvs see this interpreter's packages (tests/compare_venvs.py).
 
@@ -46,6 +46,7 @@ MODES = {
     "simultaneous": ["--pairing", "simultaneous"],
 }
 PAIRINGS = ("back-to-back", "simultaneous")  # the default modes
+KINDS = ("A/A", "slowdown")  # identical environments; B's op slowed by --slowdown
 
 
 def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
@@ -119,7 +120,9 @@ def summary(rows: list[dict], op: str) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=3, help="rounds of 2 jobs per pairing (default 3)")
+    p.add_argument(
+        "--rounds", type=int, default=3, help="rounds of one job of each kind per pairing (default 3)"
+    )
     p.add_argument("--slowdown", type=float, default=0.03, help="how much slower B's op is (default 0.03)")
     p.add_argument("--op", default="abs", help="the paddle function slowed in B (default abs)")
     p.add_argument("-k", dest="keyword", required=True, help="case selection, as for compare -k")
@@ -127,8 +130,12 @@ def main(argv=None) -> int:
     p.add_argument(
         "--pairings",
         default=",".join(PAIRINGS),
-        help=f"comma-separated modes to run, of {', '.join(MODES)} "
-        f"(default {','.join(PAIRINGS)}; one of them: rounds of 2 jobs)",
+        help=f"comma-separated modes to run, of {', '.join(MODES)} (default {','.join(PAIRINGS)})",
+    )
+    p.add_argument(
+        "--kinds",
+        default="A/A,slowdown",
+        help="which jobs each round runs per pairing: A/A, slowdown or both (default A/A,slowdown)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the job order")
     p.add_argument("--workdir", default=None, help="venvs, job outputs and jobs.jsonl (default: a temp dir)")
@@ -137,6 +144,9 @@ def main(argv=None) -> int:
     pairings = [x.strip() for x in args.pairings.split(",") if x.strip()]
     if not pairings or set(pairings) - set(MODES):
         p.error(f"--pairings {args.pairings!r}: expected some of {', '.join(MODES)}")
+    kinds = [x.strip() for x in args.kinds.split(",") if x.strip()]
+    if not kinds or set(kinds) - set(KINDS):
+        p.error(f"--kinds {args.kinds!r}: expected some of {', '.join(KINDS)}")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="compare-pairing-"))
     work.mkdir(parents=True, exist_ok=True)
     log = work / "jobs.jsonl"
@@ -153,7 +163,7 @@ def main(argv=None) -> int:
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
         ).stdout.strip()
         for r in range(args.rounds):
-            plan = [(kind, pairing) for kind in ("A/A", "slowdown") for pairing in pairings]
+            plan = [(kind, pairing) for kind in kinds for pairing in pairings]
             rng.shuffle(plan)
             for kind, pairing in plan:
                 n += 1
