@@ -208,9 +208,11 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
 
 
 @pytest.mark.slow
-def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_is_an_error(tmp_path, config):
-    """A and B are venvs of this interpreter's packages, B with paddle.exp broken: cmp_abs runs
-    identical code on both sides (no slower/faster), cmp_exp fails on side B (error, exit 2) and cmp_abs goes on."""
+def test_a_case_failing_on_one_side_is_an_error_and_the_same_case_on_both_goes_on(tmp_path, config):
+    """A and B are venvs of this interpreter's packages, B with paddle.exp broken: cmp_exp fails on
+    side B (error, exit 2) and cmp_abs, identical code on both sides, goes on to its 3 pairs. Its
+    verdict is not asserted: 3 pairs under a loaded test run gave `faster` once in .ci/run, which a
+    1% error rate allows; eval/compare_pairing.py --kinds A/A counts false verdicts over many jobs."""
     python_a = make_venv(tmp_path / "a")
     python_b = make_venv(tmp_path / "b", hook=BROKEN_EXP)
     out = tmp_path / "j.json"
@@ -225,7 +227,7 @@ def test_identical_environments_give_no_verdict_and_a_case_failing_on_one_side_i
     cases = {c["case_id"]: c for c in json.loads(out.read_text())["cases"]}
     assert cases["cmp_exp"]["verdict"] == "error" and "side B" in cases["cmp_exp"]["message"]
     assert "exp is broken in this build" in cases["cmp_exp"]["message"]
-    assert cases["cmp_abs"]["pairs"] == 3 and cases["cmp_abs"]["verdict"] in ("same", "inconclusive")
+    assert cases["cmp_abs"]["pairs"] == 3 and cases["cmp_abs"]["verdict"] != "error"
     assert "ERROR" in proc.stdout
 
 
