@@ -118,6 +118,14 @@ def summary(rows: list[dict], op: str) -> None:
         print(f"  {second} at most half: {halved} of {len(common)} cases; {first} at most half: {doubled}")
 
 
+def _choose(p: argparse.ArgumentParser, flag: str, value: str, allowed) -> list[str]:
+    """The comma-separated names of `value`, each one of `allowed`, or `flag`'s usage error."""
+    chosen = [x.strip() for x in value.split(",") if x.strip()]
+    if not chosen or set(chosen) - set(allowed):
+        p.error(f"{flag} {value!r}: expected some of {', '.join(allowed)}")
+    return chosen
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -141,12 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", default=None, help="venvs, job outputs and jobs.jsonl (default: a temp dir)")
     p.add_argument("--summary-only", action="store_true", help="print the summary of WORKDIR/jobs.jsonl")
     args = p.parse_args(argv)
-    pairings = [x.strip() for x in args.pairings.split(",") if x.strip()]
-    if not pairings or set(pairings) - set(MODES):
-        p.error(f"--pairings {args.pairings!r}: expected some of {', '.join(MODES)}")
-    kinds = [x.strip() for x in args.kinds.split(",") if x.strip()]
-    if not kinds or set(kinds) - set(KINDS):
-        p.error(f"--kinds {args.kinds!r}: expected some of {', '.join(KINDS)}")
+    pairings = _choose(p, "--pairings", args.pairings, MODES)
+    kinds = _choose(p, "--kinds", args.kinds, KINDS)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="compare-pairing-"))
     work.mkdir(parents=True, exist_ok=True)
     log = work / "jobs.jsonl"
