@@ -131,9 +131,11 @@ def summary(out: Path, cases: list[str]) -> None:
             v = [x[c] for x in runs if c in x]
             if v:
                 print(f"  {c:<28} CV {_cv(v):6.2%}  level {1e6 * statistics.median(v):9.1f} us")
-    harness = {r["tool"] for r in rows if r["exit"] == 0 and "probes" in r}
-    for tool in sorted(harness):
-        runs = [r for r in rows if r["tool"] == tool and r["exit"] == 0 and "probes" in r]
+    with_probes: dict[str, list[dict]] = {}  # harness tool -> its ok runs, in the order they ran
+    for r in rows:
+        if r["exit"] == 0 and "probes" in r:
+            with_probes.setdefault(r["tool"], []).append(r)
+    for tool, runs in with_probes.items():
         print(f"{tool} (run value adjusted by the probe, beta fitted on the other runs), {len(runs)} runs:")
         for c in cases:
             pairs = [(r["values"][c], r["probes"].get(c)) for r in runs if c in r["values"]]
