@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scipy.stats import theilslopes
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the compare tests' venv and .pth-hook helpers
 sys.path.insert(0, str(ROOT / "eval"))
@@ -53,7 +55,7 @@ def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
     cmd = [
         sys.executable, "-m", "benchmark.cli", "compare", "--a", str(python_a), "--b", str(python_b),
         "-k", args.keyword, "--place", "cpu", "--budget-min", str(args.budget_min), *MODES[pairing],
-        "--no-store", "--quiet", "--json", str(out),
+        "--no-store", "--quiet", "--json", str(out), *(["--probe"] if args.probe else []),
     ]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -66,6 +68,11 @@ def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
         a, b = c["values"]["A"], c["values"]["B"]
         logs = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
         cases[c["case"]] = {"verdict": c["verdict"], "ratio": c["ratio"], "pairs": c["pairs"], "logs": logs}
+        pa, pb = (c.get("probes") or {}).get("A") or [], (c.get("probes") or {}).get("B") or []
+        if args.probe:  # each pair's log ratio beside its probes' log ratio, where all four were timed
+            both = [(math.log(y / x), math.log(q / p)) for x, y, p, q in zip(a, b, pa, pb, strict=False)
+                    if x and y and p and q]  # fmt: skip
+            cases[c["case"]]["probe_pairs"] = both
     return {"exit": proc.returncode, "wall_s": wall, "steps": doc["steps"], "cases": cases}
 
 
@@ -98,6 +105,7 @@ def summary(rows: list[dict], op: str) -> None:
             print(f"  slowdown named alone: {named} of {len(slow)} jobs")
         if walls:
             print(f"  job wall time: median {statistics.median(walls):.0f} s, max {max(walls):.0f} s")
+    probe_summary(rows, modes)
     spreads = {}
     for pairing in modes:
         logs = collections.defaultdict(list)
@@ -116,6 +124,56 @@ def summary(rows: list[dict], op: str) -> None:
         halved = sum(spreads[second][c] <= 0.5 * spreads[first][c] for c in common)
         doubled = sum(spreads[first][c] <= 0.5 * spreads[second][c] for c in common)
         print(f"  {second} at most half: {halved} of {len(common)} cases; {first} at most half: {doubled}")
+
+
+def _slope(pairs: list[tuple[float, float]]) -> float:
+    """The least-squares slope of a pair's log ratio on its probes' log ratio (0 without spread)."""
+    ps = [p for _, p in pairs]
+    mp, md = statistics.fmean(ps), statistics.fmean(d for d, _ in pairs)
+    sxx = sum((p - mp) ** 2 for p in ps)
+    return sum((p - mp) * (d - md) for d, p in pairs) / sxx if sxx > 0 else 0.0
+
+
+def probe_summary(rows: list[dict], modes: list[str]) -> None:
+    """Per pairing and case, over the A/A jobs run with --probe: how a pair's log ratio follows its
+    probes' log ratio (correlation, slope), and the pairs' spread raw and adjusted, d - slope * p,
+    with the least-squares slope fitted on the other jobs' pairs (so no job adjusts itself); and
+    the bulk adjusted by the robust (Theil-Sen) slope of all the pairs."""
+    for pairing in modes:
+        jobs = [r for r in rows if r["pairing"] == pairing and r["kind"] == "A/A" and "cases" in r]
+        by_case: dict[str, list[list[tuple[float, float]]]] = collections.defaultdict(list)
+        for r in jobs:
+            for case, c in r["cases"].items():
+                if c.get("probe_pairs"):
+                    by_case[case].append(c["probe_pairs"])
+        if not by_case:
+            continue
+        print(f"\n== {pairing}: A/A pairs against their probes (jobs run with --probe) ==")
+        for case in sorted(by_case):
+            per_job = by_case[case]
+            pooled = [x for j in per_job for x in j]
+            if len(per_job) < 2 or len(pooled) < 3:
+                continue
+            d, p = [x for x, _ in pooled], [y for _, y in pooled]
+            r = statistics.correlation(d, p) if statistics.stdev(p) > 0 else float("nan")
+            held = [
+                x - _slope([q for k, other in enumerate(per_job) if k != i for q in other]) * y
+                for i, j in enumerate(per_job)
+                for x, y in j
+            ]
+            robust = float(theilslopes(d, p).slope)  # a slope the outlying pairs do not set
+            print(
+                f"  {case:<50} {len(pooled):4d} pairs in {len(per_job)} jobs: r {r:+.2f}, slope "
+                f"{_slope(pooled):+.2f}; sd raw {statistics.stdev(d):.2%}, adjusted (held out) "
+                f"{statistics.stdev(held):.2%}; bulk (1.4826 MAD) raw {_mad(d):.2%}, adjusted {_mad(held):.2%}; "
+                f"Theil-Sen slope {robust:+.2f}, bulk adjusted by it {_mad([x - robust * y for x, y in pooled]):.2%}; "
+                f"the probes' log ratios: bulk {_mad(p):.2%}"
+            )
+
+
+def _mad(x: list[float]) -> float:
+    m = statistics.median(x)
+    return 1.4826 * statistics.median(abs(v - m) for v in x)
 
 
 def _choose(p: argparse.ArgumentParser, flag: str, value: str, allowed) -> list[str]:
@@ -145,6 +203,11 @@ def main(argv=None) -> int:
         default="A/A,slowdown",
         help="which jobs each round runs per pairing: A/A, slowdown or both (default A/A,slowdown)",
     )
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="run the jobs with compare --probe and report how the pairs follow their probes",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the job order")
     p.add_argument("--workdir", default=None, help="venvs, job outputs and jobs.jsonl (default: a temp dir)")
     p.add_argument("--summary-only", action="store_true", help="print the summary of WORKDIR/jobs.jsonl")
@@ -173,7 +236,7 @@ def main(argv=None) -> int:
                 n += 1
                 b = python_a if kind == "A/A" else python_b
                 row = _job(python_a, b, pairing, args, work / f"job{n}.json")
-                row.update(round=r, kind=kind, pairing=pairing, budget_min=args.budget_min, commit=commit,
+                row.update(round=r, kind=kind, pairing=pairing, budget_min=args.budget_min, commit=commit, probe=args.probe,
                            ended=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))  # fmt: skip
                 with log.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(row) + "\n")

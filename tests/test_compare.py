@@ -170,7 +170,7 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     proc = compare(
         "--a", str(python_a), "--b", str(python_b), str(config), "--quick", "--max-pairs", "3",
         "--alpha", "0.02", "--min-effect", "0.05", "--seed", "11", "--db", str(db), "--json", str(out), "--pin", "auto",
-        "--markdown", str(tmp_path / "c.md"), "--plot", str(tmp_path / "c.png"),
+        "--markdown", str(tmp_path / "c.md"), "--plot", str(tmp_path / "c.png"), "--probe",
         cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -202,6 +202,10 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     for r in results:
         assert len(r.processes) == 3 and all(p.status == "ok" for p in r.processes)
         assert r.stats.median == pytest.approx(sorted(p.value for p in r.processes)[1])
+        # --probe: each trial's probe figure (about 20 ms on a quiet machine) is kept beside its value
+        assert all(0.001 < p.probe_s < 10 for p in r.processes)
+    for c in doc["cases"]:
+        assert [len(c["probes"][s]) for s in ("A", "B")] == [3, 3] and all(c["probes"]["A"] + c["probes"]["B"])
     md = (tmp_path / "c.md").read_text()
     assert "B is slower" in md and "`cmp_abs`" in md
     assert (tmp_path / "c.png").stat().st_size > 1000
@@ -228,6 +232,7 @@ def test_a_case_failing_on_one_side_is_an_error_and_the_same_case_on_both_goes_o
     assert cases["cmp_exp"]["verdict"] == "error" and "side B" in cases["cmp_exp"]["message"]
     assert "exp is broken in this build" in cases["cmp_exp"]["message"]
     assert cases["cmp_abs"]["pairs"] == 3 and cases["cmp_abs"]["verdict"] != "error"
+    assert cases["cmp_abs"]["probes"] == {"A": [None] * 3, "B": [None] * 3}  # no probe without --probe
     assert "ERROR" in proc.stdout
 
 

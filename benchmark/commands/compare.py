@@ -129,6 +129,13 @@ def register(sub) -> None:
         "pairs take their own two cores. Off by default: on a 2-core VM one core for both sides "
         "gave pairs with outliers that unpinned ones did not (docs/compare.md) (default off)",
     )
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="time the reference probe (a fixed numpy workload, docs/measurement.md) in each worker "
+        "before its first trial and after each, and keep each trial's figure beside its value (in "
+        "--json and the stored runs); the verdicts do not use it (default off)",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the randomized order (default: random)")
     add_db(p)
     p.add_argument("--no-store", action="store_true", help="do not store the comparison in the history")
@@ -191,5 +198,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         instructions=args.instructions,
         pairing=args.pairing,
         pin=args.pin,
+        probe=args.probe,
     )
     return compare(request)

@@ -72,6 +72,7 @@ def job_dict(job: Job) -> dict[str, Any]:
                 "min_effect": s.min_effect,
                 "message": s.error or s.skipped,
                 "values": {k: [e.value for e in s.entries[k]] for k in SIDES},
+                "probes": {k: [e.probe_s for e in s.entries[k]] for k in SIDES},  # None: not timed
                 "instructions": count_dict(s),
             }
         )

@@ -70,6 +70,7 @@ class Request:
     instructions: bool = False
     pairing: str = jobs.DEFAULT_PAIRING
     pin: str = "off"
+    probe: bool = False
 
 
 def check_request(req: Request) -> None:
@@ -183,8 +184,9 @@ def compare(req: Request) -> int:
         say(f"compare: checking side A ({req.a}) and side B ({req.b})")
         sides = check_sides({"A": req.a, "B": req.b}, root, say)
         settings = measure.MeasureSettings.quick() if req.quick else measure.MeasureSettings()
-        # A pair's two sides run seconds apart and are judged on their ratio: no reference probe.
-        settings = dataclasses.replace(settings, probe=False)
+        # A pair's two sides run seconds apart and are judged on their ratio: the reference probe
+        # only where asked (--probe), recorded beside each value, not used by the verdicts.
+        settings = dataclasses.replace(settings, probe=req.probe)
         say(
             f"compare: {len(cases)} case(s), budget {req.budget_min:g} min, alpha {req.alpha:g} over all "
             f"cases and looks"
