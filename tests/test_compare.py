@@ -205,7 +205,8 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
         # --probe: each trial's probe figure (about 20 ms on a quiet machine) is kept beside its value
         assert all(0.001 < p.probe_s < 10 for p in r.processes)
     for c in doc["cases"]:
-        assert [len(c["probes"][s]) for s in ("A", "B")] == [3, 3] and all(c["probes"]["A"] + c["probes"]["B"])
+        probes = c["probes"]["A"] + c["probes"]["B"]
+        assert len(c["probes"]["A"]) == len(c["probes"]["B"]) == 3 and all(probes)
     md = (tmp_path / "c.md").read_text()
     assert "B is slower" in md and "`cmp_abs`" in md
     assert (tmp_path / "c.png").stat().st_size > 1000
