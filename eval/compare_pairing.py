@@ -14,7 +14,10 @@ It prints, per pairing: per case, the spread of the pairs' log ratios log(B/A) o
 one false), how many slowdown jobs named the slowed op's cases alone as slower, and the jobs' wall
 time. Every job's figures are appended to WORKDIR/jobs.jsonl as it ends, with its budget, the
 harness commit and when it ended, so one WORKDIR can gather the jobs of several sittings
-(`--summary-only` prints them all). A benchmark on the machine it runs on, not a test.
+(`--summary-only` prints them all). With `--probe` the jobs time the reference probe around every
+trial (`compare --probe`), and the summary says how the A/A pairs' log ratios follow their probes'
+log ratio, and what adjusting each pair by it does to their spread. A benchmark on the machine it
+runs on, not a test.
 """
 
 from __future__ import annotations
@@ -68,8 +71,8 @@ def _job(python_a: Path, python_b: Path, pairing: str, args, out: Path) -> dict:
         a, b = c["values"]["A"], c["values"]["B"]
         logs = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
         cases[c["case"]] = {"verdict": c["verdict"], "ratio": c["ratio"], "pairs": c["pairs"], "logs": logs}
-        pa, pb = (c.get("probes") or {}).get("A") or [], (c.get("probes") or {}).get("B") or []
         if args.probe:  # each pair's log ratio beside its probes' log ratio, where all four were timed
+            pa, pb = c["probes"]["A"], c["probes"]["B"]
             both = [(math.log(y / x), math.log(q / p)) for x, y, p, q in zip(a, b, pa, pb, strict=False)
                     if x and y and p and q]  # fmt: skip
             cases[c["case"]]["probe_pairs"] = both
