@@ -8,7 +8,8 @@ number of steps its budget allows; a final look as in the real job). The noise o
 from recorded A/A jobs (`--from JOB.json ...`, written by `benchmark compare --json`: the paired log
 differences of every case, each with its sign flipped beside it, resampled with replacement) or from a model (`--sd S`:
 Student t with 4 degrees of freedom scaled to standard deviation S); `--case NAME` resamples only
-that recorded case's differences. Case 0 of each job gets `--slowdown` added (log(1 + slowdown));
+that recorded case's differences, and `--centre` moves each case of each job by its median first
+(to take the noise of a slowdown job's slowed case). Case 0 of each job gets `--slowdown` added (log(1 + slowdown));
 the others are identical. `--t-only` replays the paired t interval alone (the statistic before the
 signed-rank interval joined it), for an ablation on the same draws (same `--seed`).
 
@@ -37,11 +38,13 @@ import numpy as np
 from benchmark.analysis import sequential as seq
 
 
-def recorded_differences(paths: list[str], only: str | None = None) -> np.ndarray:
+def recorded_differences(paths: list[str], only: str | None = None, centre: bool = False) -> np.ndarray:
     """The paired log differences of every case (or of case `only`) of the recorded jobs, each case
     of each job, each beside its negative: an A/A pair's two sides are exchangeable, so its log
     difference is symmetric about 0, and so is this pool (centring each job on its mean instead
-    would leave a heavy-tailed job's pool off centre for a median-based statistic)."""
+    would leave a heavy-tailed job's pool off centre for a median-based statistic). With `centre`,
+    each case of each job is first moved by its median: the noise of pairs whose B side was
+    changed (a slowdown job's slowed case), without the change."""
     out = []
     for path in paths:
         doc = json.loads(Path(path).read_text())
@@ -50,6 +53,8 @@ def recorded_differences(paths: list[str], only: str | None = None) -> np.ndarra
                 continue
             a, b = case["values"]["A"], case["values"]["B"]
             d = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
+            if centre and d:
+                d = list(np.asarray(d) - np.median(d))
             if len(d) >= 3:
                 out.extend(d)
                 out.extend(-np.asarray(d))
@@ -130,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-effect", type=float, default=0.02, help="min effect (default 0.02)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--case", default=None, help="resample only this recorded case's differences")
+    p.add_argument(
+        "--centre",
+        action="store_true",
+        help="move each recorded case of each job by its median first (pairs of slowdown jobs)",
+    )
     p.add_argument("--t-only", action="store_true", help="the paired t interval alone (an ablation)")
     p.add_argument(
         "--as-recorded",
@@ -145,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rng = np.random.default_rng(args.seed)
     if args.recorded:
-        pool = recorded_differences(args.recorded, args.case)
+        pool = recorded_differences(args.recorded, args.case, args.centre)
         source = f"{pool.size} recorded pair differences (sd {pool.std(ddof=1):.3f})"
 
         def draw() -> float:
