@@ -53,11 +53,10 @@ def recorded_differences(paths: list[str], only: str | None = None, centre: bool
                 continue
             a, b = case["values"]["A"], case["values"]["B"]
             d = [math.log(y / x) for x, y in zip(a, b, strict=False) if x and y]
-            if centre and d:
-                d = list(np.asarray(d) - np.median(d))
             if len(d) >= 3:
+                d = np.asarray(d) - (np.median(d) if centre else 0.0)
                 out.extend(d)
-                out.extend(-np.asarray(d))
+                out.extend(-d)
     if not out:
         raise SystemExit("no case with 3 or more pairs in the recorded jobs")
     return np.asarray(out)
