@@ -145,4 +145,17 @@ register(
         whole=True,
     )
 )
+register(
+    Metric(
+        "cycles",
+        "cycles",
+        "estimated cycles per iteration",
+        min_effect=0.01,
+        noise="deterministic",
+        noise_floor=0.001,
+        source="callgrind cache simulation",
+        noun="estimated-cycles",
+        whole=True,
+    )
+)
 BUILTIN = frozenset(METRICS)

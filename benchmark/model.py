@@ -345,6 +345,13 @@ CALLGRIND_KEYS = (
     "case_s",
     "case_cpu_s",
     "worker_pid",
+    # estimated cycles (callgrind's cache simulation): on the count, its chunks; on the cycles
+    # result, its weights, cache geometry and the count's instructions per iteration
+    "cycle_chunks",
+    "cycle_empty_chunk",
+    "cycle_weights",
+    "cache",
+    "instructions_per_iteration",
 )
 
 

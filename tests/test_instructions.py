@@ -21,9 +21,11 @@ import pytest
 
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.environment import MachineDescription, RunDescription
+from benchmark.execution.replies import CountRecord
 from benchmark.gate.settings import load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions import counting_pass as instruction_pass
+from benchmark.model import Case, Spec
 
 PROJECT = Path(__file__).resolve().parents[1]
 # A case whose count is its kernel's (1M elements, ~640k instructions a call); SMALL's is nearly
@@ -81,6 +83,54 @@ def test_a_callgrind_dump_is_read_for_its_label_and_total(tmp_path):
     (tmp_path / "empty").write_text("version: 1\n")
     with pytest.raises(ValueError, match="no 'summary:' line"):
         instructions.read_dump(tmp_path / "empty")
+
+
+def _case() -> Case:
+    spec = Spec.model_validate(
+        {"name": "abs", "kind": "op", "op": "paddle.abs", "inputs": {"x": {"shape": [2]}}}
+    )
+    return Case(case_id="abs-2", place="cpu", mode="dynamic", spec=spec, config_hash="h")
+
+
+def test_a_cache_simulated_dump_gives_the_estimated_cycles_and_missing_trailing_events_are_zero(tmp_path):
+    dump = tmp_path / "callgrind.out.1.3"
+    dump.write_text(
+        "version: 1\ndesc: Trigger: Client Request: c:chunk1\nevents: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\n"
+        "summary: 1000 2 1 300 20 3 100 5\n"
+    )
+    label, events = instructions.read_dump_events(dump)
+    assert label == "c:chunk1"
+    assert events == {"Ir": 1000, "I1mr": 2, "ILmr": 1, "Dr": 300, "D1mr": 20, "DLmr": 3, "Dw": 100,
+                      "D1mw": 5, "DLmw": 0}  # fmt: skip
+    # Ir + 10 x (2 + 20 + 5) L1 misses + 100 x (1 + 3 + 0) last-level misses
+    assert instructions.estimated_cycles(events) == 1000 + 10 * 27 + 100 * 4
+    assert instructions.read_dump(dump) == ("c:chunk1", 1000)
+    # without the cache simulation there is no estimate
+    assert instructions.estimated_cycles({"Ir": 1000}) is None
+
+
+def test_the_cycles_result_is_a_series_of_its_own_from_the_counts_chunks():
+    counted = instructions.instruction_result_base(_case())
+    record = CountRecord(
+        status="ok",
+        chunks=[10_100, 10_300],
+        empty=100,
+        iterations=10,
+        cycle_chunks=[40_200, 41_200],
+        cycle_empty=200,
+    )
+    instructions.fill_result(counted, record)
+    cycles = instructions.cycles_result(counted)
+    assert cycles is not None and cycles.metric == "cycles" and cycles.unit == "cycles"
+    assert cycles.samples == [4000.0, 4100.0] and counted.samples == [1000.0, 1020.0]
+    assert cycles.case_id == counted.case_id and cycles.config_hash == counted.config_hash
+    # a count made without the cache simulation has no cycles; an error carries over as an error
+    counted.callgrind = {**counted.callgrind, "cycle_chunks": None}
+    assert instructions.cycles_result(counted) is None
+    failed = instructions.instruction_result_base(_case())
+    instructions.fill_result(failed, CountRecord(status="error", message="boom"))
+    carried = instructions.cycles_result(failed)
+    assert carried is not None and carried.status == "error" and carried.message == "boom"
 
 
 def test_thread_dumps_finds_each_threads_file_of_one_dump(tmp_path):
@@ -249,6 +299,10 @@ def test_real_callgrind_counts_are_positive_and_repeat_across_processes(counted_
     # worker did before the case) is held fixed.
     assert abs(first / second - 1) <= 0.001, (first, second)
     assert counted[0]["unit"] == "instructions" and counted[0]["extra"]["tool"] == "callgrind"
+    # The same chunks' estimated cycles (cache simulation): at least one per instruction
+    cycles = [r for r in results if r["metric"] == "cycles"]
+    assert len(cycles) == 1 and cycles[0]["status"] == "ok", cycles
+    assert cycles[0]["stats"]["median"] >= first
     # The time result of the same case is its own series, measured natively.
     timed = [r for r in results if r["metric"] == "time"]
     assert len(timed) == 1 and timed[0]["unit"] == "s"

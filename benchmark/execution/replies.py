@@ -153,6 +153,9 @@ class CountRecord:
     traceback: str | None = None
     chunks: list[int] | None = None  # instructions of each timed chunk of `iterations` iterations
     empty: int | None = None  # instructions of an empty chunk (the loop's own cost)
+    # estimated cycles (callgrind's cache simulation) of the same chunks and empty chunk, or None
+    cycle_chunks: list[int] | None = None
+    cycle_empty: int | None = None
     iterations: int | None = None
     samples: list[float] | None = None  # a replay: instructions per iteration, as stored
     probe: Any = None
@@ -179,6 +182,10 @@ class CountRecord:
             traceback=None if reply.get("traceback") is None else str(reply.get("traceback")),
             chunks=[int(c) for c in chunks] if isinstance(chunks, list) else None,
             empty=integer("empty"),
+            cycle_chunks=[int(c) for c in cycles]
+            if isinstance(cycles := reply.get("cycle_chunks"), list)
+            else None,
+            cycle_empty=integer("cycle_empty"),
             iterations=integer("iterations"),
             samples=[float(x) for x in samples] if isinstance(samples, list) else None,
             probe=reply.get("probe"),

@@ -49,6 +49,8 @@ from benchmark.records import Stats
 
 METRIC = "instructions"
 UNIT = "instructions"
+CYCLES_METRIC = "cycles"  # estimated cycles (CACHE_SIM_ARGS): a series of its own beside the count
+CYCLES_UNIT = "cycles"
 VALGRIND_PACKAGE = "valgrind"  # the Debian package: valgrind itself and valgrind/callgrind.h
 REPEATS = 3
 CHUNK_INSTRUCTIONS = 20_000_000
@@ -104,9 +106,30 @@ void bench_zero_stats(void) { CALLGRIND_ZERO_STATS; }
 void bench_dump_stats_at(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 """
 
+# Callgrind's cache simulation, for the estimated-cycles metric (`estimated_cycles`). The cache
+# geometry is fixed rather than read from this machine's CPUID, so that the figure depends on the
+# code and its data layout, not on which VM type a runner landed on: 32 KiB 8-way L1 instruction
+# and data caches and an 8 MiB 16-way last level, 64-byte lines (a common x86 server core).
+CACHE_SIM_ARGS = (
+    "--cache-sim=yes",
+    "--I1=32768,8,64",
+    "--D1=32768,8,64",
+    "--LL=8388608,16,64",
+)
+# Estimated cycles from the simulated events: callgrind's own cycle estimate (KCachegrind's "CEst"
+# without the branch simulation): every instruction 1, an L1 miss that hits the last level 10 more,
+# a last-level miss 100 more (about the latencies of an L2/L3 hit and of DRAM on current x86 cores,
+# in cycles of a 1-instruction-per-cycle core). A change that keeps the instructions but moves data
+# out of cache (a layout, a stride, a larger working set) moves this figure and not `Ir`.
+L1_MISS_WEIGHT = 10
+LL_MISS_WEIGHT = 100
+L1_MISS_EVENTS = ("I1mr", "D1mr", "D1mw")
+LL_MISS_EVENTS = ("ILmr", "DLmr", "DLmw")
+
 VALGRIND_ARGS = (
     "--tool=callgrind",
     "--instr-atstart=no",  # no instrumentation (and no counting) until the worker asks for it
+    *CACHE_SIM_ARGS,
     # One dump file per thread: only the main thread's count is the case's (the framework's
     # background threads wake up on timers, so how much of their work lands in a chunk depends on
     # the machine's load; their total is kept as a diagnostic).
@@ -225,23 +248,48 @@ def _setarch() -> str | None:
 # Reading callgrind's output (pure: used by the worker and the tests)
 # ------------------------------------------------------------------------------------------------
 
-_SUMMARY = re.compile(r"^summary:\s+(\d+)")
+_SUMMARY = re.compile(r"^summary:\s+(\d[\d ]*)")
+_EVENTS = re.compile(r"^events:\s+(.*)$")
 _TRIGGER = re.compile(r"^desc: Trigger: Client Request: (.*)$")
 
 
-def read_dump(path: str | Path) -> tuple[str | None, int]:
-    """(label of the client request that dumped it, total instructions `Ir`) of one callgrind dump."""
-    label = None
+def read_dump_events(path: str | Path) -> tuple[str | None, dict[str, int]]:
+    """(label of the client request that dumped it, the dump's total of each event: ``Ir`` and,
+    with the cache simulation, ``I1mr``, ``D1mr``, ... as named on its ``events:`` line)."""
+    label, names = None, ["Ir"]
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             m = _TRIGGER.match(line)
             if m:
                 label = m.group(1).strip()
                 continue
+            m = _EVENTS.match(line)
+            if m:
+                names = m.group(1).split()
+                continue
             m = _SUMMARY.match(line)
             if m:
-                return label, int(m.group(1))
+                values = [int(v) for v in m.group(1).split()]
+                # callgrind leaves out a line's trailing zero counts
+                values += [0] * (len(names) - len(values))
+                return label, dict(zip(names, values, strict=False))
     raise ValueError(f"{path}: no 'summary:' line (not a callgrind dump?)")
+
+
+def read_dump(path: str | Path) -> tuple[str | None, int]:
+    """(label of the client request that dumped it, total instructions `Ir`) of one callgrind dump."""
+    label, events = read_dump_events(path)
+    return label, events.get("Ir", 0)
+
+
+def estimated_cycles(events: dict[str, int]) -> int | None:
+    """Callgrind's cycle estimate of a dump's events (see L1_MISS_WEIGHT): None without the cache
+    simulation's events."""
+    if not all(e in events for e in (*L1_MISS_EVENTS, *LL_MISS_EVENTS)):
+        return None
+    l1 = sum(events[e] for e in L1_MISS_EVENTS)
+    ll = sum(events[e] for e in LL_MISS_EVENTS)
+    return events["Ir"] + L1_MISS_WEIGHT * l1 + LL_MISS_WEIGHT * ll
 
 
 # Threads whose dump files are looked for (callgrind numbers a process's threads 1, 2, ...; the
@@ -403,6 +451,9 @@ def fill_result(result: CaseResult, record: CountRecord, tooling: Tooling | None
         "valgrind": tooling.version if tooling else None,
         "address_randomization": None if tooling is None else ("off" if tooling.setarch else "on"),
         "empty_chunk": record.empty,
+        "cycle_chunks": record.cycle_chunks,
+        "cycle_empty_chunk": record.cycle_empty,
+        "cycle_weights": {"L1 miss": L1_MISS_WEIGHT, "LL miss": LL_MISS_WEIGHT},
         "probe": record.probe,
         "other_threads_instructions": record.other_threads,
         "chunks": record.chunks,
@@ -412,6 +463,40 @@ def fill_result(result: CaseResult, record: CountRecord, tooling: Tooling | None
         "case_s": _seconds(record.case_ns),
         "case_cpu_s": _seconds(record.case_cpu_ns),
         "worker_pid": record.pid,
+    }
+    return result
+
+
+def cycles_result(counted: CaseResult) -> CaseResult | None:
+    """The estimated-cycles result of a case from its instructions result (the same chunks'
+    simulated cache misses, `estimated_cycles`): a series of its own, judged like the count. None
+    when the count was made without the cache simulation; an error or a skip carries over."""
+    info = counted.callgrind or {}
+    result = dataclasses.replace(
+        counted,
+        metric=CYCLES_METRIC,
+        unit=CYCLES_UNIT,
+        samples=[],
+        stats=Stats(),
+        callgrind=None,
+        processes=[],
+        extra=dict(counted.extra),
+    )
+    if counted.status != "ok":
+        return result
+    chunks, empty = info.get("cycle_chunks"), info.get("cycle_empty_chunk")
+    if not chunks or empty is None:
+        return None
+    samples = per_iteration(list(chunks), int(empty), counted.iterations or 1)
+    result.samples = samples
+    result.stats = Stats.from_dict(summarize(samples))
+    result.callgrind = {
+        "tool": "callgrind",
+        "event": f"Ir + {L1_MISS_WEIGHT} x L1 misses + {LL_MISS_WEIGHT} x LL misses",
+        "cache": list(CACHE_SIM_ARGS[1:]),
+        "chunks": chunks,
+        "empty_chunk": empty,
+        "instructions_per_iteration": (counted.stats.median if counted.stats else None),
     }
     return result
 

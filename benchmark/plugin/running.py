@@ -30,8 +30,9 @@ from benchmark.telemetry.sampler import NvmlSampler
 def run_gate(case: Case, bench: BenchSession) -> None:
     """The body of a gate item: fail it when the case regressed (or errored), with the reason."""
     d = bench.gate_decision(case)
-    counted = bench.gate_decision(case, "instructions")  # None without --bench-instructions
-    failing = [x for x in (d, counted) if x is not None and x.failing]
+    # None without --bench-instructions
+    counted = [bench.gate_decision(case, metric) for metric in ("instructions", "cycles")]
+    failing = [x for x in (d, *counted) if x is not None and x.failing]
     if failing:
         pytest.fail("\n".join(format_decision(x) for x in failing), pytrace=False)
     if d is None or d.verdict == "skipped":

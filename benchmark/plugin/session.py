@@ -213,7 +213,8 @@ class BenchSession:
         status can be checked against them; a heartbeat thread keeps its lease while it runs."""
         self.expected = item_cases(items)
         counted = [c for c in self.expected if self.counts_instructions(c)]
-        self.run_info["expected_results"] = len(self.expected) + len(counted)
+        # a counted case stores its time, its instruction count and its estimated cycles
+        self.run_info["expected_results"] = len(self.expected) + 2 * len(counted)
         self.run_info["expected_cases"] = [[c.case_id, c.place, c.mode] for c in self.expected]
         self.run_info["run_group"] = self.run_group
         if self.store is None:
@@ -322,6 +323,9 @@ class BenchSession:
             result.message = f"not counted: the case was {timed.status} when timed"
             result.finished_at = time.time()
         self.record(result)
+        cycles = instructions.cycles_result(result)
+        if cycles is not None:  # the same chunks' estimated cycles: a series of its own
+            self.record(cycles)
         if result.status == "error":  # the time result is recorded; the item fails with the reason
             pytest.fail(f"{case.id}: instruction count: {result.message}", pytrace=False)
 

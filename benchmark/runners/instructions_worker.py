@@ -19,7 +19,8 @@ from benchmark import runners
 from benchmark.instructions.callgrind import (
     CHUNK_INSTRUCTIONS,
     chunk_iterations,
-    read_dump,
+    estimated_cycles,
+    read_dump_events,
     thread_dumps,
 )
 
@@ -34,6 +35,7 @@ class Callgrind:
         self.pattern = dumps.replace("%p", str(os.getpid()))
         self.dumps = 0  # callgrind numbers the dumps of a process 1, 2, ...
         self.other_threads = 0  # instructions of threads other than the main one, in counted chunks
+        self.cycles: int | None = None  # the main thread's estimated cycles in the last chunk counted
         self.keep: str | None = None  # a directory the dump files are moved to (a diagnostic), or None
 
     @property
@@ -61,7 +63,8 @@ class Callgrind:
             raise RuntimeError(f"callgrind wrote no main-thread dump {self.pattern}.{self.dumps}[-01]")
         total = 0
         for thread, path in files.items():
-            found, count = read_dump(path)
+            found, events = read_dump_events(path)
+            count = events.get("Ir", 0)
             if self.keep:
                 os.replace(path, os.path.join(self.keep, f"{label.replace('/', '_')}-{thread:02d}.callgrind"))
             else:
@@ -70,6 +73,7 @@ class Callgrind:
                 if found != label:
                     raise RuntimeError(f"callgrind dump {path} is for {found!r}, expected {label!r}")
                 total = count
+                self.cycles = estimated_cycles(events)
             else:
                 self.other_threads += count
         return total
@@ -139,15 +143,25 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
             quiet()
             cg.start()
             probe = cg.count(iteration, 1, f"{case.id}:probe")
+            probe_cycles = cg.cycles
             empty = cg.count(iteration, 0, f"{case.id}:empty")
+            empty_cycles = cg.cycles
             n = chunk_iterations(probe - empty)
+            cycle_chunks: list[int | None] = []
+
+            def counted(label: str) -> int:
+                total = cg.count(iteration, n, label)
+                cycle_chunks.append(cg.cycles)
+                return total
+
             # A heavy step has had its instrumented warm-up in the probe and gets `heavy_chunks`
             # chunks (each costs seconds to minutes under callgrind); with `heavy_probe` (a model's
             # step) the probe is a sample too. A light one: the rest of the warm-up, then chunks,
             # the first discarded (the first instrumented chunk still counts ~0.1% more).
             if probe - empty >= CHUNK_INSTRUCTIONS:
                 chunks = [probe] if heavy_probe else []
-                chunks += [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(heavy_chunks)]
+                cycle_chunks += [probe_cycles] if heavy_probe else []
+                chunks += [counted(f"{case.id}:chunk{k}") for k in range(heavy_chunks)]
             else:
                 cg.stop()
                 if gc_was_enabled:
@@ -156,7 +170,8 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
                     iteration()
                 quiet()
                 cg.start()
-                chunks = [cg.count(iteration, n, f"{case.id}:chunk{k}") for k in range(repeats + 1)][1:]
+                chunks = [counted(f"{case.id}:chunk{k}") for k in range(repeats + 1)][1:]
+                cycle_chunks = cycle_chunks[1:]
         finally:
             cg.stop()
             if gc_was_enabled:
@@ -170,6 +185,10 @@ def measure_instructions(case, params: dict[str, Any], options) -> dict[str, Any
         "iterations": n,
         "chunks": chunks,
         "empty": empty,
+        # estimated cycles (callgrind's cache simulation), chunk by chunk as `chunks`; None where
+        # the worker ran without the simulation
+        "cycle_chunks": None if None in cycle_chunks else cycle_chunks,
+        "cycle_empty": empty_cycles,
         "probe": probe,
         "other_threads": cg.other_threads - other0,
         "warmup": warmup,
