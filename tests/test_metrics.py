@@ -52,7 +52,9 @@ def test_the_project_metrics_say_their_unit_direction_and_judge():
     assert (counts.judge, counts.min_effect, counts.noise_floor) == ("level", 0.01, 0.001)
     assert time.format(125.1e-6) == "125.1 µs" and rate.format(812.5) == "812.5 items/s"
     assert counts.cell(6372100.0) == "6,372,100" and get_metric(None) is time
-    assert set(BUILTIN) == {"time", "throughput", "instructions"}
+    assert set(BUILTIN) == {"time", "throughput", "instructions", "cycles"}
+    cycles = get_metric("cycles")
+    assert (cycles.series, cycles.judge, cycles.min_effect, cycles.whole) == ("cycles", "level", 0.01, True)
 
 
 def test_an_unknown_or_conflicting_metric_gets_a_clear_error():
