@@ -57,9 +57,12 @@ def test_complete_is_checked_against_the_expected_results(db_url, machine, make_
 
 def test_a_dead_run_is_interrupted_when_its_lease_expires_without_anyone_touching_it(db_url, machine):
     with open_store(db_url) as store:
-        alive = begin(store, machine, 0, heartbeat_s=0.2)
+        # The writer beats every 0.2 s on a lease of 5 s (so a loaded machine that starves its
+        # thread for seconds still keeps it); the other one went silent on a 0.2 s lease, which
+        # the wait outlasts however slow the machine is.
+        alive = begin(store, machine, 0, heartbeat_s=5.0)
         dead = begin(store, machine, 1, heartbeat_s=0.2)
-        store.start_heartbeat(alive, 0.2)  # the writer beats; the other one went silent
+        store.start_heartbeat(alive, 0.2)
         time.sleep(1.5)
         status = {r.id: r.status for r in store.runs()}
         store.stop_heartbeat(alive)
