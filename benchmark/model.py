@@ -33,6 +33,18 @@ def _no_values() -> np.ndarray:
     return np.empty(0)
 
 
+@dataclass(frozen=True)
+class Acknowledgement:
+    """A user accepted the level of a series from run `run_id` on (`benchmark ack`): the judge reads
+    the series' history from that run on, so a regression it kept stops failing."""
+
+    series_id: int
+    run_id: int
+    by: str
+    why: str
+    at: Any = None  # when (a timezone-aware datetime from the store)
+
+
 @dataclass
 class Series:
     """One series' ok results, oldest first: the store's baseline of a run's series (the judge), a
@@ -78,6 +90,8 @@ class Series:
     # The series' results without a number, oldest first: dicts of run_id, time (epoch seconds),
     # commit, status, message.
     others: list[dict[str, Any]] = field(default_factory=list)
+    # The acknowledgement the series starts from (the judge's baselines: `Series.since_run`), if any.
+    acknowledgement: Acknowledgement | None = None
 
     @property
     def case_id(self) -> str:
@@ -118,6 +132,19 @@ class Series:
         cut = dataclasses.replace(self, events={i: what for i, what in self.events.items() if i < end})
         for f in _PER_RUN:
             setattr(cut, f, getattr(self, f)[:end])
+        return cut
+
+    def since_run(self, run_id: int) -> Series:
+        """The series from its first run whose id is at least `run_id` on (the level a user
+        acknowledged there: `benchmark ack`); empty when every run is older."""
+        start = next((i for i, r in enumerate(self.run_ids) if r >= run_id), len(self.run_ids))
+        if start == 0:
+            return self
+        cut = dataclasses.replace(
+            self, events={i - start: what for i, what in self.events.items() if i >= start}
+        )
+        for f in _PER_RUN:
+            setattr(cut, f, getattr(self, f)[start:])
         return cut
 
     @property
@@ -524,6 +551,9 @@ class Verdict(_StrEnum):
     FAILED = "failed"  # the case failed (e.g. its accuracy check): fails
     ERROR = "error"  # the case errored or its stored samples are invalid: fails
     SKIPPED = "skipped"  # the case was skipped (e.g. no GPU): does not fail
+    # a wall-time regression measured again at once (configs/gates.yaml `confirm`) that did not
+    # reproduce beyond the minimum effect: recorded with every attempt's figures, does not fail
+    NOT_REPRODUCED = "not reproduced"
 
 
 FAILING = frozenset({Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR})
@@ -578,9 +608,17 @@ class Decision:
     # used the adjustment (None: judged on the raw `value`); `probe` says what the probe did.
     adjusted_value: float | None = None
     probe: str = ""
+    # Whether a regression of this metric at this place fails the gate (configs/gates.yaml
+    # `blocking`, or a re-measurement that reproduced it: `confirmation`); a regression that does
+    # not block is judged, shown and plotted, and says why it did not fail.
+    blocking: bool = True
+    # The re-measurements of a regression (`confirm`): per attempt, its value, effect and verdict.
+    confirmation: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failing(self) -> bool:
+        if self.verdict == Verdict.REGRESSION and not self.blocking:
+            return False
         return self.verdict in FAILING
 
     @property

@@ -54,7 +54,8 @@ def record_daily_runs(url, levels, make_result, rng, upgrade_at: int = 30) -> li
                 MachineDescription.of({**box, "fingerprint": fingerprint(box)}),
                 RunDescription.of({"started_at": 1.7e9 + 86400 * i}),
             )
-            store.add_result(run_id, make_result("op.add", samples=v * np.exp(rng.normal(0, 0.002, 7))))
+            samples = v * np.exp(rng.normal(0, 0.002, 7))  # on the GPU: its time blocks as judged
+            store.add_result(run_id, make_result("op.add", samples=samples, place="gpu"))
             store.finish_run(run_id)
             run_ids.append(run_id)
     return run_ids
@@ -248,7 +249,7 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(db_url
     out = capsys.readouterr().out
     (failing,) = [line for line in gate_rows(out) if line.startswith("REGRESSION")]
     assert f"level changed at run {upgraded} (after {label})" in failing
-    assert f"environment: run {upgraded}: after {label} (1 series: op.add [cpu dynamic])" in out.splitlines()
+    assert f"environment: run {upgraded}: after {label} (1 series: op.add [gpu dynamic])" in out.splitlines()
 
     assert main(["gate", "--db", db_url, "--run", str(last), "--json"]) == 1
     (d,) = json.loads(capsys.readouterr().out)["decisions"]
@@ -258,4 +259,4 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(db_url
     md = capsys.readouterr().out
     section = md.split("### Environment changes and levels that came back")[1].split("###")[0]
     assert f"- run {upgraded}: after driver 550.54.15 -&gt; 560.28.03" in section
-    assert "(1 series: `op.add` (cpu, dynamic))" in section
+    assert "(1 series: `op.add` (gpu, dynamic))" in section

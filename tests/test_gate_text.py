@@ -31,7 +31,9 @@ def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsy
                 )
             store.finish_run(run_id)
     capsys.readouterr()
-    assert main(["gate", "--run", "latest", "--all", "--db", sqlite_url]) == 1
+    # op.b's wall time on CPU regressed: shown first and in full, and it does not fail the gate
+    # (configs/gates.yaml: CPU wall time fails only when a re-measurement reproduces it)
+    assert main(["gate", "--run", "latest", "--all", "--db", sqlite_url]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "judged by: a young series' level 3"  # which rule judged the three cases
     rows = lines[2:-1]
@@ -46,4 +48,7 @@ def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsy
     assert rows[long_row + 1].startswith(" " * 13 + "A/B vs run")
     assert all(len(line) <= 120 for line in lines)
     assert rows[-1] == f"SKIPPED      3 series: {NO_GPU}"
-    assert lines[-1].startswith("gate: FAIL (1 failing case(s)")
+    assert lines[-1] == "gate: PASS (0 failing case(s), 0 improvement(s), 1 regression(s) that do not block)"
+    assert "does not block on cpu, where instructions, cycles block(s)" in " ".join(
+        rows[: rows.index(rest[0])]
+    )

@@ -225,7 +225,7 @@ HOSTILE_FILES = {
     "tags": (case_field("tags", 3), "extra_info.benchmark_case.tags: expected a list of strings, got a number"),
     "name": (case_field("name", ["x"]), "extra_info.benchmark_case.name: expected a string, got a list"),
     "metric": (case_field("metric", "bogus\x1b[31m"),
-               "extra_info.benchmark_case.metric: expected one of time, instructions, got 'bogus\\x1b[31m'"),
+               "extra_info.benchmark_case.metric: expected one of time, instructions, cycles, got 'bogus\\x1b[31m'"),
     "nested": (lambda d: d["benchmarks"][0]["extra_info"].__setitem__("x", json.loads("[" * 100 + "]" * 100)),
                "nested more than 64 levels deep"),
 }  # fmt: skip

@@ -165,8 +165,15 @@ def test_the_level_rule_fails_the_first_run_of_a_one_percent_change_and_never_no
     stepped = [*flat[:10], flat[10] * 1.011]
     c = check_deterministic(stepped, min_effect=0.01)
     assert c.verdict == "regression" and 0.010 < c.effect < 0.012
-    # The next run at the new level is the new baseline: it passes.
-    assert check_deterministic([*stepped, flat[10] * 1.011], min_effect=0.01).verdict == "pass"
+    # A regression stands: the next run at the new level fails again, naming where it was raised,
+    # and so does every later one that keeps it
+    kept = [*stepped, flat[10] * 1.011, flat[10] * 1.0112, flat[10] * 1.0109]
+    for n in range(len(stepped) + 1, len(kept) + 1):
+        again = check_deterministic(kept[:n], min_effect=0.01)
+        assert again.verdict == "regression" and again.standing_since == 10 and again.level_start == 0
+    # Its series acknowledged from the regressed run on (`benchmark ack`: the history starts there),
+    # the level passes
+    assert check_deterministic(kept[10:], min_effect=0.01).verdict == "pass"
     # An improvement is not a regression; a 0.5% step is below the minimum effect.
     assert check_deterministic([*flat[:10], flat[10] * 0.98], min_effect=0.01).verdict == "improvement"
     assert check_deterministic([*flat[:10], flat[10] * 1.005], min_effect=0.01).verdict == "pass"

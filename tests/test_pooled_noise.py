@@ -70,3 +70,19 @@ def test_the_between_run_spread_has_the_degrees_of_freedom_of_its_variance():
         est = np.array([between_run_noise(np.exp(rng.normal(0, 0.01, n)))[0] ** 2 for _ in range(20000)])
         _, df = between_run_noise(np.exp(rng.normal(0, 0.01, n)))
         assert 2 * est.mean() ** 2 / est.var() == pytest.approx(df, rel=0.06)
+
+
+def test_the_prior_never_claims_more_degrees_of_freedom_than_the_independent_changes_behind_it():
+    """Series of one machine move between the same runs: 16 series of 5 runs hold 4 independent
+    changes while each run's common shift is left in. The prior fitted to spreads that agree would
+    claim 1000 degrees of freedom; capped, a series pooled with it is judged on at most 4 (and never
+    on fewer than its own)."""
+    from benchmark.analysis.pooled_noise import MAX_PRIOR_DF
+
+    same = [(0.02, 3.0)] * 16
+    free = noise_prior(same)
+    capped = noise_prior(same, runs=5)
+    assert free is not None and capped is not None
+    assert free.df == MAX_PRIOR_DF and free.moderate((0.02, 3.0))[1] == MAX_PRIOR_DF + 3.0
+    assert capped.max_df == 4.0 and capped.moderate((0.02, 3.0))[1] == 4.0
+    assert capped.moderate((0.02, 6.0))[1] == 6.0  # a series' own degrees of freedom are its own

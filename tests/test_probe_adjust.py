@@ -25,18 +25,21 @@ PROBE_S = 0.02
 DAY = 86400.0
 
 
-def _record(url: str, r: int, rng, *, machine: float, framework: float = 1.0) -> int:
+def _record(url: str, r: int, rng, *, machine: float, framework: float = 1.0, only: str | None = None,
+            cases: tuple[str, ...] = tuple(CASES)) -> int:  # fmt: skip
     """One run: every case and the probe slowed by `machine` (the machine's drift), the cases alone
-    by `framework` (a slowdown of the framework's dispatch); 3 processes a case, each with its probe."""
+    by `framework` (a slowdown of the framework's dispatch; of the case `only`, where given); 3
+    processes a case, each with its probe."""
     with open_store(url) as st:
         run_id = st.begin_run(
             MachineDescription.of(MACHINE),
             RunDescription.of({"started_at": 1.7e9 + r * DAY, "git_commit": f"{r:02d}" + "cd" * 19}),
         )
         results = []
-        for case, level in CASES.items():
+        for case, level in ((c, CASES[c]) for c in cases):
             drift = machine * np.exp(rng.normal(0.0, 0.004, 3))  # the machine, as each process saw it
-            procs = level * framework * drift * np.exp(rng.normal(0.0, 0.005, 3))
+            slowed = framework if only in (None, case) else 1.0
+            procs = level * slowed * drift * np.exp(rng.normal(0.0, 0.005, 3))
             probes = PROBE_S * drift * np.exp(rng.normal(0.0, 0.003, 3))
             samples = [p * np.exp(rng.normal(0.0, 0.003, 20)) for p in procs]
             results.append(result_from_processes(case, samples, probes))
@@ -55,14 +58,26 @@ def url(tmp_path):
     return f"sqlite:///{tmp_path / 'history.sqlite'}"
 
 
-def _history(url: str, rng, runs: int = 14, sd: float = 0.03) -> list[float]:
+@pytest.fixture
+def no_shift(tmp_path) -> list[str]:
+    """`--gates` with the run's common shift off: the probe's adjustment alone. (On, a change of
+    every case together is the common shift itself, in wall time, and is removed: on CPU the
+    deterministic cost is what sees a slowdown of every op.)"""
+    path = tmp_path / "gates.yaml"
+    path.write_text("defaults: {common_shift: false}\n")
+    return ["--gates", str(path)]
+
+
+def _history(
+    url: str, rng, runs: int = 14, sd: float = 0.03, cases: tuple[str, ...] = tuple(CASES)
+) -> list[float]:
     drifts = np.exp(rng.normal(0.0, sd, runs))
     for r, m in enumerate(drifts):
-        _record(url, r, rng, machine=float(m))
+        _record(url, r, rng, machine=float(m), cases=cases)
     return list(drifts)
 
 
-def test_a_framework_slowdown_fails_the_gate_with_and_without_the_adjustment(url, capsys):
+def test_a_framework_slowdown_fails_the_gate_with_and_without_the_adjustment(url, capsys, no_shift):
     """A slowdown of every op (the dispatch: +15%) on a machine at its usual speed: the probe does
     not move, so the adjusted values keep the slowdown whole, and the raw ones too. The history
     detector raises a change on its second run (docs/detection.md), so the second slow run is gated."""
@@ -70,8 +85,13 @@ def test_a_framework_slowdown_fails_the_gate_with_and_without_the_adjustment(url
     _history(url, rng, sd=0.02)
     _record(url, 14, rng, machine=1.0, framework=1.15)
     run_id = _record(url, 15, rng, machine=1.0, framework=1.15)
-    adjusted = _gate(url, run_id, capsys)
-    raw = _gate(url, run_id, capsys, "--no-probe-adjust")
+    adjusted = _gate(url, run_id, capsys, *no_shift)
+    raw = _gate(url, run_id, capsys, "--no-probe-adjust", *no_shift)
+    # with the common shift on (the default), a slowdown of every case together is the run's
+    # common shift in wall time, and is removed
+    shifted = _gate(url, run_id, capsys)
+    assert {c for c, d in shifted.items() if d["verdict"] == "regression"} == set(), shifted
+    assert all("common shift (+1" in d["evidence"] for d in shifted.values())
     for case in CASES:
         assert adjusted[case]["verdict"] == "regression", adjusted[case]
         assert adjusted[case]["adjusted_value"] is not None, adjusted[case]["probe"]
@@ -79,7 +99,7 @@ def test_a_framework_slowdown_fails_the_gate_with_and_without_the_adjustment(url
         assert raw[case]["adjusted_value"] is None
         assert adjusted[case]["effect"] == pytest.approx(0.15, abs=0.05)
     # the gate's text names the adjustment: in the regime line and on each failing row
-    main(["gate", "--db", url, "--run", str(run_id)])
+    main(["gate", "--db", url, "--run", str(run_id), *no_shift])
     rows = gate_rows(capsys.readouterr().out)
     assert rows[1].endswith(f"on values adjusted by the machine probe: {len(CASES)}"), rows
     failing = [r for r in rows if r.startswith("REGRESSION")]
@@ -89,15 +109,18 @@ def test_a_framework_slowdown_fails_the_gate_with_and_without_the_adjustment(url
     )
 
 
-def test_a_slow_machine_alone_fails_the_raw_gate_and_passes_the_adjusted_one(url, capsys):
+def test_a_slow_machine_alone_fails_the_raw_gate_and_passes_the_adjusted_one(url, capsys, no_shift):
     """The same code on a machine 12% slower for two runs (the probe 12% slower too): the raw
-    values move and fail; the adjusted ones do not."""
+    values move and fail; the adjusted ones do not (and, by default, the run's common shift
+    removes the machine's 12% from the raw values as well)."""
     rng = np.random.default_rng(4)
     _history(url, rng, sd=0.01)
     _record(url, 14, rng, machine=1.12)
     run_id = _record(url, 15, rng, machine=1.12)
-    raw = _gate(url, run_id, capsys, "--no-probe-adjust")
-    adjusted = _gate(url, run_id, capsys)
+    raw = _gate(url, run_id, capsys, "--no-probe-adjust", *no_shift)
+    adjusted = _gate(url, run_id, capsys, *no_shift)
+    shifted = _gate(url, run_id, capsys, "--no-probe-adjust")
+    assert {c for c, d in shifted.items() if d["verdict"] == "regression"} == set(), shifted
     assert {c for c, d in raw.items() if d["verdict"] == "regression"} == set(CASES), raw
     assert {c for c, d in adjusted.items() if d["verdict"] == "regression"} == set(), adjusted
     for d in adjusted.values():
@@ -173,10 +196,13 @@ def test_the_report_and_the_trend_plot_show_the_raw_value_with_the_adjusted_one_
     from benchmark.report import trend
     from benchmark.report.run_rows import load_series
 
+    # two cases: too few for a run's common shift (which would take the machine's drift out
+    # before the probe could), so the report shows what the probe did
     rng = np.random.default_rng(3)
-    _history(url, rng, sd=0.02)
-    _record(url, 14, rng, machine=1.0, framework=1.15)
-    run_id = _record(url, 15, rng, machine=1.0, framework=1.15)
+    two = ("abs-fwd", "mul-fwd")
+    _history(url, rng, sd=0.02, cases=two)
+    _record(url, 14, rng, machine=1.0, framework=1.15, only="abs-fwd", cases=two)
+    run_id = _record(url, 15, rng, machine=1.0, framework=1.15, only="abs-fwd", cases=two)
     decision = _gate(url, run_id, capsys)["abs-fwd"]
     main(["report", "--db", url, "--run", str(run_id), "--format", "md"])
     # the regressions table's row (the history table below has one too)

@@ -13,10 +13,15 @@ after a change:
 * **Noise.** The relative spread of the level (largest deviation of its runs from the reference),
   never below ``noise_floor`` (the metric's known floor: 0.1% by default).
 * **Change.** The newest run differs from the reference by at least ``min_effect`` and by more than
-  ``noise_sigmas`` times the noise: a regression (or improvement) on this very run. The new value
-  starts a new level, which is the baseline from the next run on (as if the change was accepted).
-* **Reverts.** A run within ``revert_window`` runs of a change that is back at the previous level
-  (within half the minimum effect) cancels that change: the changed runs are treated as outliers.
+  ``noise_sigmas`` times the noise: a regression (or improvement) on this very run.
+* **A regression stands.** A regression does not become the baseline: every later run that keeps
+  it is compared with the level before it and fails again, until a run is back within the level
+  (reverted) or a user acknowledges the new level (`benchmark ack`: the series' history then
+  starts at the acknowledged run, so the rule never sees the runs before it). A regression that
+  failed once and then became the baseline would be one that a nightly forgets overnight.
+* **Improvements are accepted.** An improvement starts a new level at once. A run within
+  ``revert_window`` runs of it that is back at the previous level (within half the minimum effect)
+  cancels it: the improved runs are treated as outliers.
 
 There is no p-value: the decision is not a test against estimated noise, so these decisions stay out
 of the false-discovery-rate adjustment of the time metric.
@@ -49,7 +54,10 @@ class LevelCheck:
     noise: float  # relative noise of the level used for the decision
     level_runs: int  # runs of the level the newest run was compared with
     level_start: int  # index of the first run of that level
-    reverted: bool = False  # the newest run cancelled a recent change
+    reverted: bool = False  # the newest run is back at the level of a recent change
+    # the index of the run where the regression the newest run still keeps was raised (None: no
+    # standing regression, or the newest run raised it)
+    standing_since: int | None = None
 
 
 def _reference(values: np.ndarray, members: list[int], anchor_runs: int) -> float:
@@ -80,27 +88,34 @@ def check_deterministic(
     if x.size < 2:
         raise ValueError("the level rule needs an earlier value and the newest one")
     current: list[int] = [0]
-    previous: list[int] | None = None
+    previous: list[int] | None = None  # the level before an accepted improvement (revert window)
+    standing: int | None = None  # where the regression still held at the last run was raised
     check = None
     for i in range(1, x.size):
         ref = _reference(x, current, anchor_runs)
         noise = _noise(x, current, ref, noise_floor)
         effect = float(x[i] / ref - 1.0) if ref else math.inf
         changed = abs(effect) >= min_effect and abs(effect) > noise_sigmas * noise
-        reverted = False
-        if changed and previous is not None and i - current[0] <= revert_window:
+        worse = effect < 0 if higher_is_better else effect > 0
+        if changed and worse and previous is not None and i - current[0] <= revert_window:
             old = _reference(x, previous, anchor_runs)
-            if old and abs(x[i] / old - 1.0) < min_effect / 2:
-                current, previous, changed, reverted = [*previous, i], None, False, True
-        if changed:
-            worse = effect < 0 if higher_is_better else effect > 0
-            verdict = "regression" if worse else "improvement"
-            check = LevelCheck(verdict, effect, ref, noise, len(current), current[0])
-            previous, current = current, [i]
+            if old and abs(x[i] / old - 1.0) < min_effect / 2:  # an improvement that came back
+                current, previous = [*previous, i], None
+                check = LevelCheck("pass", effect, ref, noise, len(current) - 1, current[0], True)
+                continue
+        if changed and worse:
+            since = standing if standing is not None else None
+            check = LevelCheck(
+                "regression", effect, ref, noise, len(current), current[0], standing_since=since
+            )
+            standing = i if standing is None else standing
+        elif changed:
+            check = LevelCheck("improvement", effect, ref, noise, len(current), current[0])
+            previous, current, standing = current, [i], None
         else:
-            check = LevelCheck("pass", effect, ref, noise, len(current), current[0], reverted)
-            if not reverted:
-                current.append(i)
+            check = LevelCheck("pass", effect, ref, noise, len(current), current[0], standing is not None)
+            current.append(i)
+            standing = None
     assert check is not None
     return check
 

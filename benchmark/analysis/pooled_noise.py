@@ -37,13 +37,18 @@ class NoisePrior:
     sigma: float
     df: float
     series: int
+    # The independent run-to-run changes behind the prior: the series of one machine move between
+    # the same runs, together, so k runs give k - 1 changes however many series share them. No
+    # pooled estimate claims more degrees of freedom than that (None: not capped).
+    max_df: float | None = None
 
     def moderate(self, noise: tuple[float, float]) -> tuple[float, float]:
         """(spread, degrees of freedom) of one series' (spread, degrees of freedom) pooled with
-        the prior."""
+        the prior; the degrees of freedom at most `max_df` (and never below the series' own)."""
         sigma, df = noise
         d0 = self.df
-        return math.sqrt((d0 * self.sigma**2 + df * sigma**2) / (d0 + df)), d0 + df
+        pooled = d0 + df if self.max_df is None else max(df, min(d0 + df, self.max_df))
+        return math.sqrt((d0 * self.sigma**2 + df * sigma**2) / (d0 + df)), pooled
 
 
 def trigamma_inverse(x: float) -> float:
@@ -62,20 +67,22 @@ def trigamma_inverse(x: float) -> float:
     return y
 
 
-def noise_prior(noises: Iterable[tuple[float, float] | None]) -> NoisePrior | None:
+def noise_prior(noises: Iterable[tuple[float, float] | None], runs: int | None = None) -> NoisePrior | None:
     """The prior fitted to series' (spread, degrees of freedom), e.g. `between_run_noise` of each
     series of a run; None with fewer than MIN_SERIES positive spreads (a deterministic metric has
-    none)."""
+    none). `runs`: how many distinct runs the spreads come from (their pooled degrees of freedom
+    are capped at runs - 1)."""
     kept = [(s, d) for s, d in (n for n in noises if n is not None) if s > 0 and d > 0 and math.isfinite(s)]
     if len(kept) < MIN_SERIES:
         return None
+    cap = None if runs is None else float(max(runs - 1, 1))
     s2 = np.array([s * s for s, _ in kept])
     half = np.array([d / 2.0 for _, d in kept])
     e = np.log(s2) - special.digamma(half) + np.log(half)
     mean = float(np.mean(e))
     excess = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, half)))
     if excess <= 0:
-        return NoisePrior(sigma=math.sqrt(math.exp(mean)), df=MAX_PRIOR_DF, series=len(kept))
+        return NoisePrior(sigma=math.sqrt(math.exp(mean)), df=MAX_PRIOR_DF, series=len(kept), max_df=cap)
     d0 = min(2.0 * trigamma_inverse(excess), MAX_PRIOR_DF)
     s0 = math.sqrt(math.exp(mean + float(special.digamma(d0 / 2.0)) - math.log(d0 / 2.0)))
-    return NoisePrior(sigma=s0, df=d0, series=len(kept))
+    return NoisePrior(sigma=s0, df=d0, series=len(kept), max_df=cap)

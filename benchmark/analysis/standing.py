@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from benchmark.analysis.history import DEFAULT_PARAMS, Alert
+from benchmark.analysis.history import Alert
 from benchmark.analysis.robust import between_run_noise
 
-# A change older than the detector's longest short window is the series' level.
-MAX_STANDING_RUNS = DEFAULT_PARAMS.max_k
+# A regression stands however old it is, until it comes back or is acknowledged (`benchmark ack`:
+# the judge then reads the series from the acknowledged run on). None: no limit.
+MAX_STANDING_RUNS: int | None = None
 # The level before a change: at most this many runs (the judge's effect interval and `level_test`).
 LEVEL_RUNS = 10
 
@@ -53,17 +54,18 @@ def standing_change(
     *,
     min_effect: float,
     higher_is_better: bool = False,
-    max_runs: int = MAX_STANDING_RUNS,
+    max_runs: int | None = MAX_STANDING_RUNS,
 ) -> Standing | None:
     """The newest alert raised before the newest run, tested again (:func:`level_test`) when it is
-    a regression that still holds: not reverted, its change at most `max_runs` runs back. None
-    otherwise."""
+    a regression that still holds: not reverted, its change at most `max_runs` runs back (None:
+    however far). None otherwise."""
     newest = len(values) - 1
     earlier = [a for a in alerts if a.index < newest]
     if not earlier:
         return None
     a = earlier[-1]
-    if a.reverted_at is not None or a.direction != "regression" or newest - a.change_index >= max_runs:
+    too_old = max_runs is not None and newest - a.change_index >= max_runs
+    if a.reverted_at is not None or a.direction != "regression" or too_old:
         return None
     return level_test(values, a, alerts, min_effect=min_effect, higher_is_better=higher_is_better)
 

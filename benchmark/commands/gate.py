@@ -176,9 +176,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
         return 0 if ok else 1
     failing = [d for d in decisions if d.failing]
+    # regressions that do not fail (configs/gates.yaml `blocking`) and those measured again that
+    # did not reproduce: shown in full after the failing ones, each saying why it did not fail
+    held = [d for d in decisions if not d.failing and d.verdict in ("regression", "not reproduced")]
     improved = [d for d in decisions if d.verdict == "improvement"]
     skipped = [d for d in decisions if d.verdict == "skipped"]
-    others = [d for d in decisions if not d.failing and d.verdict not in ("improvement", "skipped")]
+    others = [
+        d
+        for d in decisions
+        if not d.failing and d not in held and d.verdict not in ("improvement", "skipped")
+    ]
     counts = {v: sum(d.verdict == v for d in decisions) for v in dict.fromkeys(d.verdict for d in decisions)}
     out = [f"{label} vs {args.baseline}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))]
     regimes = regime_line(decisions)
@@ -190,7 +197,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     # What fails first, in full; then improvements; with --all the rest in one short line each,
     # and the skipped ones last, one line per reason.
     out += [
-        line for d in failing for line in textwrap.wrap(format_decision(d), 120, subsequent_indent=" " * 13)
+        line
+        for d in [*failing, *held]
+        for line in textwrap.wrap(format_decision(d), 120, subsequent_indent=" " * 13)
     ]
     out += [line for d in improved for line in format_decision_brief(d)]
     if args.all:
@@ -199,7 +208,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     out += [f"environment: {line}" for line in event_lines(decisions)]
     out += [f"came back: {line}" for line in revert_lines(decisions)]
     out.append(
-        f"gate: {'PASS' if ok else 'FAIL'} ({len(failing)} failing case(s), {len(improved)} improvement(s))"
+        f"gate: {'PASS' if ok else 'FAIL'} ({len(failing)} failing case(s), {len(improved)} improvement(s)"
+        + (f", {len(held)} regression(s) that do not block" if held else "")
+        + ")"
     )
     for line in out:  # imported strings stay on their line, escaped; no line is a CI command
         print(safe_line(line))

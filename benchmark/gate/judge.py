@@ -13,12 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from benchmark.analysis.common_shift import run_shifts
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
-from benchmark.gate.series import earlier_runs, judge_result, series_noise
+from benchmark.gate.series import YOUNG_LEVEL_RUNS, earlier_runs, judge_result, series_noise
 from benchmark.gate.settings import Gates, GateSettings
-from benchmark.metrics import TIME, MetricError
-from benchmark.model import CaseResult, Decision, Series, SeriesKey, Verdict
+from benchmark.metrics import TIME, MetricError, get_metric
+from benchmark.model import Acknowledgement, CaseResult, Decision, Evidence, Series, SeriesKey, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)
@@ -93,10 +96,56 @@ def evaluate(
     `baseline_statuses` (default: complete runs; None: any). See :func:`judge`."""
     run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
     decisions = []
+    confirmations: dict[str, Any] = {}
     for one in run_ids:
         decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses))
+        run = store.run(one)
+        confirmations.update(((run.extra or {}).get(CONFIRMATION_KEY) or {}) if run is not None else {})
     control_fdr(decisions, gates.spec.defaults.alpha)
+    apply_blocking(decisions, gates, confirmations if baseline is None else {})
     return decisions
+
+
+# Where a run keeps the re-measurements of its regressions (run.extra), by `confirmation_key`.
+CONFIRMATION_KEY = "confirmation"
+
+
+def confirmation_key(d: Decision) -> str:
+    return f"{d.case_id}|{d.place}|{d.mode}|{d.metric}"
+
+
+def needs_confirmation(d: Decision, gates: Gates) -> bool:
+    """A regression of a metric that `confirm` re-measures, not yet re-measured."""
+    return d.verdict == Verdict.REGRESSION and gates.confirms(d.metric) and not d.confirmation
+
+
+def apply_blocking(decisions: list[Decision], gates: Gates, confirmations: Mapping[str, Any]) -> None:
+    """Which regressions fail: one re-measured (`confirmations`, by `confirmation_key`) fails when
+    every attempt reproduced it and is `not reproduced` otherwise; one not re-measured fails when
+    its metric blocks at its place (configs/gates.yaml `blocking`), and says why when it does not."""
+    for d in decisions:
+        if d.verdict != Verdict.REGRESSION:
+            continue
+        c = confirmations.get(confirmation_key(d))
+        if isinstance(c, Mapping) and c.get("attempts"):
+            d.confirmation = list(c["attempts"])
+            figures = ", ".join(
+                f"{a.get('effect', math.nan):+.1%} ({a.get('verdict')})" for a in d.confirmation
+            )
+            if c.get("reproduced"):
+                d.blocking = True
+                d.reason = f"{d.reason}; reproduced in {len(d.confirmation)} re-measurement(s): {figures}"
+            else:
+                d.verdict = Verdict.NOT_REPRODUCED
+                d.reason = f"{d.reason}; not reproduced when measured again: {figures}"
+            continue
+        d.blocking = gates.blocks(d.place, d.metric)
+        if not d.blocking:
+            blocking = gates.blocking(d.place) or []
+            d.reason = (
+                f"{d.reason}; does not block on {d.place}, where {', '.join(blocking) or 'no metric'} "
+                f"block(s): {d.metric} fails only when a re-measurement reproduces it (pytest --bench-gate)"
+            )
 
 
 def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses) -> list[Decision]:
@@ -110,12 +159,45 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
         base_results = {SeriesKey.of(r): r for r in store.results(baseline) if r.status == "ok"}
     # The series' history: the baseline of the history gate, and its between-run noise for an A/B.
     bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=baseline_statuses)
+    if baseline is None:  # an acknowledged level is where the series' history starts
+        bases = acknowledged(bases, store.acknowledgements(b.series_id for b in bases.values()), run_id)
     envs = (
         store.run_environments({run_id} | {r for b in bases.values() for r in b.run_ids})
         if baseline is None
         else {}
     )
     return decide_results(results, bases, gates, baseline, base_results, envs)
+
+
+def judge_attempts(store, run_id: int, results: Sequence[CaseResult], gates: Gates) -> list[Decision]:
+    """Results measured again for run `run_id` (its cases, re-measured to confirm a regression),
+    each judged alone against the history that run was judged against (the complete runs before
+    it, acknowledgements applied), without the false-discovery adjustment across cases: one
+    decision per result, as `confirmation_key` names the run's own."""
+    bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=BASELINE_RUN_STATUSES)
+    bases = acknowledged(bases, store.acknowledgements(b.series_id for b in bases.values()), run_id)
+    again = [dataclasses.replace(r, run_id=run_id) for r in results]
+    envs = store.run_environments({run_id} | {r for b in bases.values() for r in b.run_ids})
+    return decide_results(again, bases, gates, None, None, envs)
+
+
+def acknowledged(
+    bases: Mapping[SeriesKey, Series], acks: Mapping[int, Sequence[Acknowledgement]], run_id: int
+) -> dict[SeriesKey, Series]:
+    """Each series' history from its latest acknowledgement made at or before run `run_id` on
+    (`benchmark ack`: the level a user accepted); the others unchanged."""
+    out = dict(bases)
+    for key, base in bases.items():
+        given = [a for a in acks.get(base.series_id, ()) if a.run_id <= run_id]
+        if given:
+            a = given[-1]
+            out[key] = dataclasses.replace(base.since_run(a.run_id), acknowledgement=a)
+    return out
+
+
+# A run's common shift is estimated for a series from at least this many other time series of the
+# run judged against their history (fewer: none is removed).
+MIN_SHIFT_SERIES = 3
 
 
 def decide_results(
@@ -130,8 +212,105 @@ def decide_results(
     history in `bases` (`baseline` None) or against `base_results` (the results of run
     `baseline`), `envs` holding each run's environment. Before Benjamini-Hochberg across cases
     (`control_fdr`), which :func:`evaluate` applies over everything it judged; a replay of
-    recorded runs (eval/history_gate_replay.py) calls both."""
+    recorded runs (eval/history_gate_replay.py) calls both.
+
+    Judged against the history (`baseline` None, `common_shift` on in configs/gates.yaml), a wall-
+    time series is judged on its values divided by the run's common shift: the median change of
+    the run's other time series (at least MIN_SHIFT_SERIES of them), so that a run where every case
+    moved together (the machine, not the code) is not a regression of each; a change of one case
+    stands out against the others. The decision says what was removed."""
     results = list(results)
+    shifting = baseline is None and gates.spec.defaults.common_shift
+    if shifting:  # every earlier run without its common shift, so the noise is what is left
+        bases = without_run_shifts(bases)
+    decisions = _decide_results(results, bases, gates, baseline, base_results, envs)
+    if not shifting:
+        return decisions
+    shifts = common_shifts(decisions)
+    if not shifts:
+        return decisions
+    again = [_scaled(results[i], math.exp(-shift)) for i, (shift, _) in shifts.items()]
+    redone = _decide_results(again, bases, gates, baseline, base_results, envs)
+    for (i, (shift, n)), d in zip(shifts.items(), redone, strict=True):
+        d.value = decisions[i].value  # the run's value as measured; the effect is judged without the shift
+        d.evidence = f"{d.evidence}; the run's common shift ({math.expm1(shift):+.1%}, median of {n} other series) removed"
+        decisions[i] = d
+    return decisions
+
+
+def without_run_shifts(bases: Mapping[SeriesKey, Series]) -> dict[SeriesKey, Series]:
+    """The time series of `bases` with each earlier run's common shift removed (every value of a
+    run divided by it: `benchmark.analysis.common_shift.run_shifts`); the others unchanged."""
+    timed = {k: b for k, b in bases.items() if k.metric == TIME and len(b.run_ids) == len(b.values)}
+    shifts = run_shifts(
+        {k: dict(zip(b.run_ids, map(float, b.values), strict=True)) for k, b in timed.items()}
+    )
+    out = dict(bases)
+    for key, shift in shifts.items():
+        if not shift:
+            continue
+        b = timed[key]
+        k = np.exp(np.asarray([shift.get(r, 0.0) for r in b.run_ids]))
+        out[key] = dataclasses.replace(
+            b,
+            values=np.asarray(b.values, dtype=float) / k,
+            samples=[np.asarray(x, dtype=float) / f for x, f in zip(b.samples, k, strict=False)],
+            process_values=[
+                np.asarray(x, dtype=float) / f for x, f in zip(b.process_values, k, strict=False)
+            ],
+        )
+    return out
+
+
+def _time_log_change(d: Decision) -> float | None:
+    """A time-series decision's log change in time (a throughput effect turned around), or None."""
+    if (
+        d.series_metric != TIME
+        or d.evidence_kind == Evidence.NONE
+        or not math.isfinite(d.effect)
+        or d.effect <= -1
+    ):
+        return None
+    if d.verdict not in (Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE):
+        return None
+    change = math.log1p(d.effect)
+    return -change if get_metric(d.metric).higher_is_better else change
+
+
+def common_shifts(decisions: Sequence[Decision]) -> dict[int, tuple[float, int]]:
+    """For each time-series decision (by index) with at least MIN_SHIFT_SERIES other judged time
+    series: (the median log change in time of the others, how many), the run's common shift."""
+    changes = {i: c for i, d in enumerate(decisions) if (c := _time_log_change(d)) is not None}
+    out = {}
+    for i in changes:
+        others = [c for j, c in changes.items() if j != i]
+        if len(others) >= MIN_SHIFT_SERIES:
+            out[i] = (float(np.median(others)), len(others))
+    return out
+
+
+def _scaled(result: CaseResult, k: float) -> CaseResult:
+    """A time result with every time (raw samples, process values and their samples) times `k`."""
+    return dataclasses.replace(
+        result,
+        samples=[x * k for x in result.samples or []],
+        processes=[
+            dataclasses.replace(
+                p, value=None if p.value is None else p.value * k, samples=tuple(x * k for x in p.samples)
+            )
+            for p in result.processes
+        ],
+    )
+
+
+def _decide_results(
+    results: list[CaseResult],
+    bases: Mapping[SeriesKey, Series],
+    gates: Gates,
+    baseline: int | None,
+    base_results: Mapping[SeriesKey, CaseResult] | None,
+    envs: Mapping[int, Mapping[str, Any]] | None,
+) -> list[Decision]:
     judged = [(result, *_decision(result, gates)) for result in results]
     # each history-judged series' earlier runs, extracted once: for its judge and, judged against
     # the history, for the prior of the young series' noise
@@ -143,7 +322,7 @@ def decide_results(
     history = (
         [(s.metric, earlier[id(r)]) for r, _, s in judged if id(r) in earlier] if baseline is None else []
     )
-    priors = noise_priors(history)
+    priors = noise_priors(history, shifts_removed=baseline is None and gates.spec.defaults.common_shift)
     for result, d, s in judged:
         if priors.get(s.metric) is not None:
             s = dataclasses.replace(s, noise_prior=priors[s.metric])
@@ -154,14 +333,32 @@ def decide_results(
     return [d for _, d, _ in judged]
 
 
-def noise_priors(series: Iterable[tuple[str, tuple[list, list, list, list]]]) -> dict[str, NoisePrior | None]:
+def noise_priors(
+    series: Iterable[tuple[str, tuple[list, list, list, list]]], shifts_removed: bool = False
+) -> dict[str, NoisePrior | None]:
     """Per metric, the prior a young series' between-run noise is pooled with, from (metric,
     `earlier_runs`) of every history-judged series of the run: fitted to their between-run noise
     (their earlier runs, not the judged one)."""
     by_metric: dict[str, list] = {}
+    runs: dict[str, set] = {}
     for metric, earlier in series:
         by_metric.setdefault(metric, []).append(series_noise(earlier))
-    return {metric: noise_prior(noises) for metric, noises in by_metric.items()}
+        runs.setdefault(metric, set()).update(earlier[0][-YOUNG_LEVEL_RUNS:])
+    return {
+        metric: noise_prior(noises, runs=independent_changes(len(noises), len(runs[metric]), shifts_removed))
+        for metric, noises in by_metric.items()
+    }
+
+
+def independent_changes(series: int, runs: int, shifts_removed: bool) -> int:
+    """How many independent run-to-run changes `series` series over `runs` runs hold, plus one (the
+    `runs` argument of `noise_prior`, which caps its degrees of freedom at that minus one). The
+    series of one machine move between the same runs, together: with each run's common shift left
+    in, k runs give k - 1 changes however many series share them; with it removed (one parameter
+    a run), what is left of S series is about independent: (S - 1)(k - 1) changes."""
+    if not shifts_removed:
+        return runs
+    return max(series - 1, 1) * max(runs - 1, 1) + 1
 
 
 def control_fdr(decisions: list[Decision], alpha: float) -> None:

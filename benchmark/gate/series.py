@@ -142,6 +142,11 @@ def _noise_words(own: tuple[float, float], s: GateSettings) -> str:
         f"its between-run noise ({own[0]:.1%}, {own[1]:.1f} df) pooled with that of "
         f"{s.noise_prior.series} series on this machine ({s.noise_prior.sigma:.1%}, "
         f"{s.noise_prior.df:.1f} df): {sigma:.1%}, {df:.1f} df"
+        + (
+            f" (at most the {s.noise_prior.max_df:.0f} independent run-to-run changes behind it)"
+            if s.noise_prior.max_df is not None
+            else ""
+        )
     )
 
 
@@ -306,7 +311,7 @@ def judge_history(
     runs, values, samples, procs = earlier
     if not runs:
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
-        return decision
+        return _acknowledged(decision, base)
     if s.probe_adjust and base is not None:
         by_run = dict(zip(base.run_ids, base.probes, strict=False))
         probes = [by_run.get(r) for r in runs]
@@ -429,9 +434,23 @@ def judge_deterministic(
             values.append(float(np.median(x)))
     if not runs:
         decision.verdict, decision.reason = Verdict.NEW, "no earlier ok result of this series on this machine"
-        return decision
+        return _acknowledged(decision, base)
     decision.baseline_run_id = runs[-1]
-    return judge_level(decision, runs[-s.history_runs :], values[-s.history_runs :], new, s, result)
+    judge_level(decision, runs[-s.history_runs :], values[-s.history_runs :], new, s, result)
+    return _acknowledged(decision, base)
+
+
+def runs_left(earlier: tuple[list, list, list, list]) -> bool:
+    return bool(earlier[0])
+
+
+def _acknowledged(decision: Decision, base: Series | None) -> Decision:
+    """Say where an acknowledged series' history starts (`benchmark ack`)."""
+    a = base.acknowledgement if base is not None else None
+    if a is not None:
+        said = f"level acknowledged at run {a.run_id} by {a.by}: {a.why}"
+        decision.baseline = f"{decision.baseline}; {said}" if decision.baseline else said
+    return decision
 
 
 def judge_level(
@@ -452,7 +471,14 @@ def judge_level(
     )
     decision.verdict = Verdict(c.verdict)
     decision.evidence_kind = Evidence.DETERMINISTIC
-    if c.verdict in ("regression", "improvement"):
+    if c.verdict == "regression" and c.standing_since is not None:
+        since = runs[c.standing_since] if c.standing_since < len(runs) else result.run_id
+        decision.change_run_id = since
+        decision.reason = (
+            f"{m.label} regressed at run {since} and still does: it stands until reverted or "
+            f"acknowledged (benchmark ack)"
+        )
+    elif c.verdict in ("regression", "improvement"):
         decision.change_run_id = result.run_id
         decision.reason = f"{m.label} changed at this run"
     elif c.reverted:
@@ -515,6 +541,8 @@ def judge_result(
         else:
             assert earlier is not None  # as above
             judge_history(d, base, new, procs, result, s, envs, earlier)
+            if base is not None and base.acknowledgement is not None and runs_left(earlier):
+                _acknowledged(d, base)
         corrupt = (
             [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)] if base else []
         )

@@ -62,6 +62,8 @@ class GateDefaults(_Strict):
     alpha: float = Field(default=0.01, gt=0, lt=0.5)
     history_runs: int = Field(default=100, ge=8)
     probe_adjust: bool = True
+    # judge a run's time series with the run's common shift removed (benchmark.gate.judge)
+    common_shift: bool = True
 
     @field_validator("metric")
     @classmethod
@@ -104,9 +106,38 @@ def _sections() -> set[str]:
 _SECTIONS = "metric_sections"
 
 
+def _default_blocking() -> dict[str, list[str]]:
+    return {"cpu": ["instructions", "cycles"], "gpu*": ["time", "throughput"]}
+
+
+class Confirm(_Strict):
+    """A regression of these metrics is measured again at once, in fresh worker processes, before
+    it fails (`pytest benchmark/ --bench-gate`): it fails only if it reproduces every time."""
+
+    metrics: list[str] = Field(default_factory=lambda: ["time", "throughput"])
+    rounds: int = Field(default=2, ge=0, le=5)
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, names: list[str]) -> list[str]:
+        return [_known(n) for n in names]
+
+
 class GatesFile(_Strict):
     defaults: GateDefaults = Field(default_factory=GateDefaults)
     overrides: list[GateOverride] = Field(default_factory=list)
+    # Per place (a glob; the first that matches), the metrics whose regression fails the gate as
+    # judged. A metric named in the table but not for a place is judged and shown there, and fails
+    # only when a re-measurement reproduced it (`confirm`); a metric the table never names
+    # (memory, loss, ...) and a place no glob matches: every regression blocks.
+    blocking: dict[str, list[str]] = Field(default_factory=_default_blocking)
+    confirm: Confirm = Field(default_factory=Confirm)
+
+    @field_validator("blocking")
+    @classmethod
+    def _blocking(cls, places: dict[str, list[str]]) -> dict[str, list[str]]:
+        return {place: [_known(n) for n in names] for place, names in places.items()}
+
     # The sections of the stored metrics other than time, by metric name: top-level keys in YAML
     # (`instructions:`), gathered here when the file is read.
     metric_sections: dict[str, MetricGate] = Field(default_factory=dict)
@@ -159,6 +190,26 @@ class GateSettings:
 class Gates:
     spec: GatesFile
     source: str
+
+    def blocking(self, place: str) -> list[str] | None:
+        """The metrics of the `blocking` table whose regression at `place` fails as judged (None:
+        no pattern matches the place, and every metric blocks there)."""
+        for pattern, metrics in self.spec.blocking.items():
+            if fnmatch.fnmatchcase(place, pattern):
+                return metrics
+        return None
+
+    def blocks(self, place: str, metric: str) -> bool:
+        """Whether a regression of `metric` at `place` fails as judged: a metric the `blocking`
+        table names somewhere blocks at the places that list it; any other metric (memory, loss,
+        ...) blocks everywhere."""
+        named = {m for metrics in self.spec.blocking.values() for m in metrics}
+        metrics = self.blocking(place)
+        return metric not in named or metrics is None or metric in metrics
+
+    def confirms(self, metric: str) -> bool:
+        """A regression of `metric` is measured again before it fails (`confirm`)."""
+        return self.spec.confirm.rounds > 0 and metric in self.spec.confirm.metrics
 
     def for_case(
         self, case_id: str, name: str | None = None, place: str | None = None, series_metric: str = TIME

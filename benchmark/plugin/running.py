@@ -6,6 +6,7 @@ fixture); the bodies of the case and gate items (benchmark/test_cases.py).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import traceback
@@ -19,6 +20,7 @@ from benchmark.execution import measure, trials
 from benchmark.execution.casetrials import CaseTrials, apply_checks
 from benchmark.execution.replies import ChecksRecord
 from benchmark.execution.workers import Worker
+from benchmark.gate.judge import CONFIRMATION_KEY, confirmation_key, judge, judge_attempts, needs_confirmation
 from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
@@ -29,6 +31,7 @@ from benchmark.telemetry.sampler import NvmlSampler
 
 def run_gate(case: Case, bench: BenchSession) -> None:
     """The body of a gate item: fail it when the case regressed (or errored), with the reason."""
+    confirm_regressions(bench)
     d = bench.gate_decision(case)
     # None without --bench-instructions
     counted = [bench.gate_decision(case, metric) for metric in ("instructions", "cycles")]
@@ -37,6 +40,107 @@ def run_gate(case: Case, bench: BenchSession) -> None:
         pytest.fail("\n".join(format_decision(x) for x in failing), pytrace=False)
     if d is None or d.verdict == "skipped":
         pytest.skip("no result of this case in this run")
+
+
+# Unchanged cases measured beside a re-measurement (MIN_SHIFT_SERIES of benchmark.gate.judge).
+CONTROL_CASES = 3
+
+
+def confirm_regressions(bench: BenchSession) -> None:
+    """Before the first gate item: judge the run and measure again at once, in fresh worker
+    processes, every case whose regression configs/gates.yaml `confirm`s (wall time, by default),
+    up to `confirm.rounds` times, the reference probe beside each trial as in the run. A regression
+    fails only if every attempt reproduces it (the judge's verdict on the attempt, against the same
+    history, is again a regression); otherwise it is `not reproduced`. The attempts are stored with
+    the run (`run.extra`), so `benchmark gate` and the reports decide the same later."""
+    if bench.decisions is not None or bench.store is None or bench.run_id is None:
+        return
+    gates = bench.gates()
+    decisions = judge(bench.store, bench.run_id, gates).decisions
+    cases = {(c.case_id, c.place, c.mode): c for c in bench.expected or []}
+    pending = [d for d in decisions if needs_confirmation(d, gates) and (d.case_id, d.place, d.mode) in cases]
+    if not pending or bench.processes == 0:
+        bench.decisions = {d.key: d for d in decisions}
+        return
+    progress = Progress(bench.config, 0, 0)
+    attempts: dict[str, list[dict[str, Any]]] = {confirmation_key(d): [] for d in pending}
+    still = pending
+    # Control cases measured beside them: unchanged ones, so the attempt's common shift (the machine
+    # now, against the history) is estimated and removed as in the run (benchmark.gate.judge)
+    failing = {(d.case_id, d.place, d.mode) for d in pending}
+    controls = [
+        cases[(d.case_id, d.place, d.mode)]
+        for d in decisions
+        if d.series_metric == "time" and d.verdict in ("pass", "inconclusive")
+        and (d.case_id, d.place, d.mode) in cases and (d.case_id, d.place, d.mode) not in failing
+        and cases[(d.case_id, d.place, d.mode)].kind in ("op", "program")
+    ][:CONTROL_CASES] if gates.spec.defaults.common_shift else []  # fmt: skip
+    for attempt in range(1, gates.spec.confirm.rounds + 1):
+        todo = [cases[(d.case_id, d.place, d.mode)] for d in still]
+        todo += [c for c in controls if c not in todo]
+        progress.line(
+            f"benchmark: measuring again {len(still)} regressed case(s) and {len(todo) - len(still)} "
+            f"control(s) in fresh worker processes (attempt {attempt} of {gates.spec.confirm.rounds}): "
+            f"{', '.join(c.id for c in todo)}"
+        )
+        results = remeasure(bench, todo, attempt)
+        judged = {
+            confirmation_key(a): a
+            for a in judge_attempts(bench.store, bench.run_id, list(results.values()), gates)
+        }
+        kept = []
+        for d in still:
+            a = judged.get(confirmation_key(d))
+            attempts[confirmation_key(d)].append(
+                {
+                    "attempt": attempt,
+                    "value": None if a is None else a.value,
+                    "effect": math.nan if a is None else a.effect,
+                    "verdict": "error" if a is None else str(a.verdict),
+                    "probe": "" if a is None else a.probe,
+                }
+            )
+            if a is not None and a.verdict == "regression":
+                kept.append(d)
+        still = kept
+        if not still:
+            break
+    reproduced = {confirmation_key(d) for d in still}
+    confirmation = {
+        key: {"attempts": tries, "reproduced": key in reproduced} for key, tries in attempts.items()
+    }
+    bench.store.set_run_extra(bench.run_id, CONFIRMATION_KEY, confirmation)
+    bench.decisions = {d.key: d for d in judge(bench.store, bench.run_id, gates).decisions}
+    progress.line(
+        f"benchmark: {len(reproduced)} of {len(pending)} regression(s) reproduced when measured again"
+    )
+
+
+def remeasure(bench: BenchSession, cases: list[Case], attempt: int) -> dict[str, CaseResult]:
+    """`cases` measured again as in the run (worker processes, randomized interleaved rounds), not
+    recorded: case id -> result."""
+    states = {c.id: CaseTrials(case=c, result=CaseResult.for_case(c)) for c in cases}
+    todo = [(c.id, c, case_processes(bench, c)) for c in cases]
+    rounds = trials.plan_trials(todo, bench.seed + attempt)
+    out: dict[str, CaseResult] = {}
+
+    def on_record(trial, record) -> None:
+        if states[trial.key].add(trial, record):
+            out[trial.key] = states[trial.key].finish()
+
+    log = open_worker_log(bench, "a")
+    try:
+        trials.run_trials(
+            rounds,
+            lambda: Worker(stderr=log, memory_limit=worker_memory_limit(bench), core=bench.core),
+            lambda trial: trial_params(bench, trial),
+            on_record,
+            should_run=lambda trial: not states[trial.key].done,
+        )
+    finally:
+        if log is not None:
+            log.close()
+    return out
 
 
 def start_telemetry(place: str, interval: float):
@@ -328,9 +432,14 @@ def measure_in_workers(bench: BenchSession, items: list) -> None:
 
 def worker_log(bench: BenchSession):
     """Where the workers' own output goes (what the framework prints): `workers.log` beside the
-    JSON summary; None (the terminal) when it cannot be opened."""
+    JSON summary, started anew; None (the terminal) when it cannot be opened."""
+    return open_worker_log(bench, "w")
+
+
+def open_worker_log(bench: BenchSession, mode: str):
+    """`workers.log` opened with `mode` ("w": anew, "a": appended to), or None."""
     path = bench.json_path.with_name("workers.log")
     try:
-        return open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed after the trials
+        return open(path, mode, encoding="utf-8")  # noqa: SIM115 - closed after the trials
     except OSError:
         return None

@@ -254,9 +254,12 @@ class BenchSession:
         if self.store is None or self.run_id is None:
             return None
         if self.decisions is None:
-            gates = load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
-            self.decisions = {d.key: d for d in judge(self.store, self.run_id, gates).decisions}
+            self.decisions = {d.key: d for d in judge(self.store, self.run_id, self.gates()).decisions}
         return self.decisions.get((case.case_id, case.place, case.mode, metric))
+
+    def gates(self):
+        """The gate settings (--bench-gates, default configs/gates.yaml)."""
+        return load_gates(self.config.getoption("bench_gates") or DEFAULT_GATES_PATH)
 
     def start_instructions(self, config: pytest.Config) -> None:
         """--bench-instructions: find valgrind and build the callgrind hook, or say in one line why

@@ -252,6 +252,7 @@ JUDGED_STATUS = {
     Verdict.FAILED: "error",
     Verdict.ERROR: "error",
     Verdict.SKIPPED: "skipped",
+    Verdict.NOT_REPRODUCED: "not reproduced",
 }
 NOT_IN_RUN = "not in run"
 

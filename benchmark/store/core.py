@@ -41,6 +41,7 @@ from benchmark.environment import MachineDescription, RunDescription, volatile_e
 from benchmark.model import CaseResult
 from benchmark.store.engine import StoreError, checkpoint, error_reason, writer
 from benchmark.store.models import (
+    ACKNOWLEDGEMENT,
     CASE,
     MACHINE,
     PROCESS,
@@ -340,6 +341,48 @@ class Store(StoreReads):
             conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(note=text))
 
         self._transact(work)
+
+    def set_run_extra(self, run_id: int, key: str, value: Any) -> None:
+        """Set one key of a run's `extra` (JSON), e.g. the re-measurements of its regressions."""
+
+        def work(conn: Connection) -> None:
+            old = conn.execute(sa.select(RUN.c.extra).where(RUN.c.id == run_id)).scalar()
+            if old is None and conn.execute(sa.select(RUN.c.id).where(RUN.c.id == run_id)).first() is None:
+                raise StoreError(f"{self.display_url}: there is no run {run_id}")
+            conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(extra={**(old or {}), key: value}))
+
+        self._transact(work)
+
+    def acknowledge(
+        self, run_id: int, case_id: str, place: str, mode: str, metric: str, by: str, why: str
+    ) -> int:
+        """Record that `by` accepts the level of the series of `case_id` [place mode] `metric` (a
+        stored metric: time, instructions, cycles) from run `run_id` on, because `why`; returns the
+        series id. The run must hold a result of that series; StoreError names what is missing."""
+        by, why = by.strip(), why.strip()
+        if not by or not why:
+            raise StoreError("an acknowledgement needs who (--by) and why (--why)")
+
+        def work(conn: Connection) -> int:
+            found = conn.execute(
+                sa.select(SERIES.c.id)
+                .select_from(RESULT.join(SERIES, RESULT.c.series_id == SERIES.c.id).join(
+                    CASE, SERIES.c.case_pk == CASE.c.id))
+                .where(RESULT.c.run_id == run_id, CASE.c.case_id == case_id, SERIES.c.place == place,
+                       SERIES.c.mode == mode, SERIES.c.metric == metric)
+            ).first()  # fmt: skip
+            if found is None:
+                raise StoreError(
+                    f"run {run_id} has no result of {case_id} [{place} {mode}] {metric} in {self.display_url}"
+                )
+            conn.execute(
+                sa.insert(ACKNOWLEDGEMENT).values(
+                    series_id=found[0], run_id=run_id, by=by[:255], why=why, at=to_datetime(time.time())
+                )
+            )
+            return int(found[0])
+
+        return self._transact(work)
 
     def _insert_results(self, conn: Connection, run_id: int, batch: list[dict[str, Any]]) -> list[int]:
         machine_id, run_time = self._run_key(conn, run_id)

@@ -313,6 +313,20 @@ class ResultProcessRow(Base):
     probe_s: Mapped[float | None] = mapped_column(sa.Double())
 
 
+class AcknowledgementRow(Base):
+    """A user accepted a series' level from one run on (revision 0009): a regression of that series
+    stops failing, and the judge reads the series' history from `run_id` on. Who, why and when."""
+
+    __tablename__ = "acknowledgement"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    series_id: Mapped[int] = mapped_column(sa.ForeignKey("series.id"), index=True)
+    run_id: Mapped[int] = mapped_column(sa.ForeignKey("run.id"))
+    by: Mapped[str] = mapped_column(sa.String(255))
+    why: Mapped[str] = mapped_column(sa.Text())
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+
+
 # The tables as SQLAlchemy Core handles (the store's queries are Core statements).
 def _table(model: type[Base]) -> sa.Table:
     return cast(sa.Table, model.__table__)
@@ -320,3 +334,4 @@ def _table(model: type[Base]) -> sa.Table:
 
 MACHINE, RUN, CASE, SERIES, RESULT = (_table(m) for m in (MachineRow, RunRow, CaseRow, SeriesRow, ResultRow))
 TELEMETRY, PROFILE, PROCESS = _table(TelemetryRow), _table(ProfileRow), _table(ResultProcessRow)
+ACKNOWLEDGEMENT = _table(AcknowledgementRow)

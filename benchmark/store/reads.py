@@ -17,10 +17,11 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from benchmark.analysis.events import run_environment
-from benchmark.model import CaseResult, Series, SeriesKey
+from benchmark.model import Acknowledgement, CaseResult, Series, SeriesKey
 from benchmark.records import HistoryPoint, ProcessValue, RunRecord, Stats
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
+    ACKNOWLEDGEMENT,
     CASE,
     MACHINE,
     PROFILE,
@@ -266,6 +267,24 @@ class StoreReads:
         return [
             _history_point(row, processes.get(row["result_id"], []) if with_samples else None) for row in rows
         ]
+
+    def acknowledgements(self, series_ids: Iterable[int]) -> dict[int, list[Acknowledgement]]:
+        """The acknowledgements of these series (`benchmark ack`), oldest first, by series id."""
+        ids = sorted(set(series_ids))
+        out: dict[int, list[Acknowledgement]] = {}
+        if not ids:
+            return out
+        with self._read() as conn:
+            if "acknowledgement" not in sa.inspect(conn).get_table_names():
+                return out  # a history not yet upgraded to revision 0009 has none
+            rows = conn.execute(
+                sa.select(ACKNOWLEDGEMENT)
+                .where(ACKNOWLEDGEMENT.c.series_id.in_(ids))
+                .order_by(ACKNOWLEDGEMENT.c.id)
+            ).all()
+        for r in rows:
+            out.setdefault(r.series_id, []).append(Acknowledgement(r.series_id, r.run_id, r.by, r.why, r.at))
+        return out
 
     def baselines(
         self, run_id: int, last: int = 100, *, statuses: Iterable[str] | None = BASELINE_RUN_STATUSES
