@@ -515,11 +515,13 @@ class Verdict(_StrEnum):
     # after FDR, no honest noise estimate): does not fail, and says why
     NEW = "new"  # nothing to compare with yet (no baseline of this series): passes with a notice
     FAILED = "failed"  # the case failed (e.g. its accuracy check): fails
+    WRONG = "wrong"  # a model's loss at step K left its tolerance around the series' earlier
+    # value (benchmark.gate.numerics): the numerics changed, whatever the speed; fails
     ERROR = "error"  # the case errored or its stored samples are invalid: fails
     SKIPPED = "skipped"  # the case was skipped (e.g. no GPU): does not fail
 
 
-FAILING = frozenset({Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR})
+FAILING = frozenset({Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.WRONG})
 
 
 class Evidence(_StrEnum):

@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
+from benchmark.gate import numerics
 from benchmark.gate.series import earlier_runs, judge_result, series_noise
 from benchmark.gate.settings import Gates, GateSettings
 from benchmark.metrics import TIME, MetricError
@@ -93,13 +94,19 @@ def evaluate(
     `baseline_statuses` (default: complete runs; None: any). See :func:`judge`."""
     run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
     decisions = []
+    later: list = []  # (decisions, results, previous results) of each run, for numerics.apply
     for one in run_ids:
-        decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses))
+        decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses, later))
     control_fdr(decisions, gates.spec.defaults.alpha)
+    # after FDR, which must not turn a model's wrong loss or grown memory into inconclusive
+    for args in later:
+        numerics.apply(*args)
     return decisions
 
 
-def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses) -> list[Decision]:
+def _evaluate_run(
+    store, run_id: int, gates: Gates, baseline, baseline_statuses, later=None
+) -> list[Decision]:
     if store.run(run_id) is None:
         raise GateInputError(f"there is no run {run_id} in {store.display_url}")
     results = store.results(run_id)
@@ -115,7 +122,12 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
         if baseline is None
         else {}
     )
-    return decide_results(results, bases, gates, baseline, base_results, envs)
+    decisions = decide_results(results, bases, gates, baseline, base_results, envs)
+    if later is not None:
+        # a model's loss at step K and its peak memory, against the series' previous result
+        previous = base_results if baseline is not None else numerics.previous_results(store, results, bases)
+        later.append((decisions, results, previous))
+    return decisions
 
 
 def decide_results(
