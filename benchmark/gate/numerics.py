@@ -9,9 +9,9 @@ with the series' previous ok result (the latest run of its history, or the A/B b
   `tolerance` (`rtol`, `atol`) or `LOSS_TOLERANCE` of its place. Beyond it the verdict is
   `wrong`, whatever the speed: a framework change that alters the numerics fails as surely as one
   that slows the model down. On CPU the loss repeats bit for bit between runs, so the default
-  tolerance is two float32 ulps; a GPU's reductions are not deterministic, hence its looser one.
-- the peak memory: more than `MEMORY_MIN_EFFECT` above the previous peak and by at least
-  `MEMORY_MIN_BYTES` is a `regression`, with the growth in the reason.
+  tolerance is one float32 ulp (1.2e-7 relative); a GPU's reductions are not deterministic, hence its looser one.
+- the peak memory: growing past both limits of its place (`MEMORY_LIMITS`: 10% and 16 MiB on a
+  GPU, 25% and 128 MiB for a CPU worker's RSS) is a `regression`, with the growth in the reason.
 
 The checks and `apply` are pure (results in, verdicts and reasons out); `previous_results` reads
 the store, once per baseline run.
@@ -25,9 +25,11 @@ from typing import Any
 
 from benchmark.model import CaseResult, Decision, SeriesKey, Verdict
 
-LOSS_TOLERANCE = {"cpu": {"rtol": 2.4e-7, "atol": 0.0}, "gpu": {"rtol": 1e-3, "atol": 1e-5}}
-MEMORY_MIN_EFFECT = 0.10
-MEMORY_MIN_BYTES = 16 * 1024**2
+LOSS_TOLERANCE = {"cpu": {"rtol": 1.2e-7, "atol": 0.0}, "gpu": {"rtol": 1e-3, "atol": 1e-5}}
+# (relative growth, bytes) a peak must grow by to regress: on a GPU the allocator's peak is exact; on
+# CPU the worker's peak RSS moved by up to +18% and 93 MiB between unchanged runs of the small models
+# (eval/model_perturbation.py), so a CPU case needs more
+MEMORY_LIMITS = {"cpu": (0.25, 128 * 1024**2), "gpu": (0.10, 16 * 1024**2)}
 # verdicts a numerics finding does not replace: the case did not run as measured
 _KEEP = (Verdict.ERROR, Verdict.FAILED, Verdict.SKIPPED)
 
@@ -68,10 +70,11 @@ def check_memory(result: CaseResult, previous: CaseResult) -> str | None:
     new, old = result.peak_memory_bytes, previous.peak_memory_bytes
     if not new or not old:
         return None
-    if new > old * (1 + MEMORY_MIN_EFFECT) and new - old >= MEMORY_MIN_BYTES:
+    effect, least = MEMORY_LIMITS["cpu" if result.place == "cpu" else "gpu"]
+    if new > old * (1 + effect) and new - old >= least:
         return (
             f"peak memory {new / 1024**2:.0f} MiB, {old / 1024**2:.0f} MiB in run {previous.run_id} "
-            f"(+{new / old - 1:.0%}, more than {MEMORY_MIN_EFFECT:.0%} and {MEMORY_MIN_BYTES // 1024**2} MiB)"
+            f"(+{new / old - 1:.0%}, more than {effect:.0%} and {least // 1024**2} MiB)"
         )
     return None
 

@@ -1,0 +1,86 @@
+"""Does a numerical perturbation of one activation make the gate say `wrong` for the models that use
+it, and for no other? (issue 48)
+
+Runs the small model set (`--bench-tags model_ci`, CPU, quick settings) `--runs` times unchanged
+into a fresh history, then once more with relu's output multiplied by 1 + 1e-3 in every process
+(eval/perturb/sitecustomize.py on PYTHONPATH, BENCHMARK_PERTURB=relu), and judges the last
+unchanged run and the perturbed run with `benchmark gate --json`. A model "uses relu" where its
+registry entry says so (`ModelEntry.uses`, benchmark/runners/models/). Prints one row per case and
+exits 0 when the perturbed run is `wrong` exactly for the relu models and the unchanged run has no
+`wrong` at all.
+
+    python eval/model_perturbation.py --out results/perturbation [--runs 2] [--modes dynamic]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmark.runners.models.registry import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _suite(url: str, modes: str, perturb: bool, log: Path) -> float:
+    env = {k: v for k, v in os.environ.items() if k not in ("BENCHMARK_PERTURB",)}
+    if perturb:
+        env["BENCHMARK_PERTURB"] = "relu"
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(ROOT / "eval" / "perturb"), env.get("PYTHONPATH")])
+        )
+    cmd = [sys.executable, "-m", "pytest", "benchmark/", "--bench-tags", "model_ci", "--bench-place", "cpu"]
+    cmd += ["--bench-modes", modes, "--bench-quick", "--bench-db", url, "-q"]
+    t0 = time.monotonic()
+    with log.open("w") as out:
+        subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+    return time.monotonic() - t0
+
+
+def _gate(url: str) -> dict[str, dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmark.cli", "gate", "--db", url, "--run", "latest", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    return {f"{d['case_id']} [{d['mode']}]": d for d in json.loads(proc.stdout)["decisions"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="a new directory for the history and the logs")
+    p.add_argument("--runs", type=int, default=2, help="unchanged runs before the perturbed one (default 2)")
+    p.add_argument("--modes", default="dynamic", help="modes to run, comma-separated (default dynamic)")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=False)
+    url = f"sqlite:///{(args.out / 'history.sqlite').resolve()}"
+    for i in range(args.runs):
+        took = _suite(url, args.modes, False, args.out / f"unchanged{i + 1}.log")
+        print(f"unchanged run {i + 1}: {took:.0f} s")
+    unchanged = _gate(url)
+    took = _suite(url, args.modes, True, args.out / "perturbed.log")
+    print(f"perturbed run: {took:.0f} s")
+    perturbed = _gate(url)
+    ok = True
+    print(f"{'case':40s} {'relu':5s} {'unchanged':12s} {'perturbed':12s}")
+    for key, d in sorted(perturbed.items()):
+        entry = REGISTRY.get(d["name"])
+        relu = entry is not None and "relu" in entry.uses
+        before = unchanged.get(key, {}).get("verdict", "-")
+        good = (d["verdict"] == "wrong") == relu and before != "wrong"
+        ok &= good
+        print(
+            f"{key:40s} {'yes' if relu else 'no':5s} {before:12s} {d['verdict']:12s} {'' if good else 'UNEXPECTED'}"
+        )
+    print("as expected" if ok else "NOT as expected")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
