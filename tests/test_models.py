@@ -191,3 +191,19 @@ def test_amp_is_refused_on_cpu_with_a_reason(tmp_path):
 
     with pytest.raises(RunnerUnavailable, match="AMP O2 runs on a GPU place only"):
         models.prepare(_case(tmp_path, "resnet50", args="{amp: O2}"))
+
+
+def test_the_profile_pass_splits_a_training_step_into_its_phases(tmp_path):
+    from benchmark.profile import format_phases
+    from benchmark.runners import profile_pass
+
+    case = _case(tmp_path, "seq2seq")
+    record = profile_pass(case, models.prepare(case), steps=3)
+    phases = record["phases"]
+    assert list(phases) == ["forward", "backward", "optimizer"] and all(v > 0 for v in phases.values())
+    step_ns = sorted(record["step_ns"])[len(record["step_ns"]) // 2]
+    assert sum(phases.values()) <= step_ns * 1.05  # the phases lie inside the profiled step
+    line = format_phases(phases, {k: v / 2 for k, v in phases.items()})
+    assert line.startswith("phases per step: forward ") and "x2.00" in line
+    infer = _case(tmp_path, "lstm_lm", step="infer")
+    assert "phases" not in profile_pass(infer, models.prepare(infer), steps=2)

@@ -100,18 +100,21 @@ def prepare(case: Case) -> Prepared:
             return built.loss(net(*xs), *ys)
 
     if step_kind == "train":
+        # marks for the profile pass's phases (benchmark.profile.phase_times); no-ops without a profiler
+        from paddle.profiler import RecordEvent
 
         def step():
-            loss = forward_loss()
-            if scaler is not None:
-                scaled = scaler.scale(loss)
-                scaled.backward()
-                scaler.step(opt)
-                scaler.update()
-            else:
-                loss.backward()
-                opt.step()
-            opt.clear_grad()
+            with RecordEvent("model.forward"):
+                loss = forward_loss()
+            with RecordEvent("model.backward"):
+                (scaler.scale(loss) if scaler is not None else loss).backward()
+            with RecordEvent("model.optimizer"):
+                if scaler is not None:
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    opt.step()
+                opt.clear_grad()
             return loss
     else:
 
