@@ -10,6 +10,7 @@ exits 0 when the perturbed run is `wrong` exactly for the relu models and the un
 `wrong` at all.
 
     python eval/model_perturbation.py --out results/perturbation [--runs 2] [--modes dynamic]
+    python eval/model_perturbation.py --out results/slow-conv --perturb conv2d_slow --runs 1 --processes 5
 """
 
 from __future__ import annotations
@@ -27,24 +28,27 @@ from benchmark.runners.models.registry import REGISTRY
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _suite(url: str, modes: str, perturb: bool, log: Path) -> float:
+def _suite(url: str, modes: str, perturb: str | None, log: Path, processes: int | None) -> float:
     env = {k: v for k, v in os.environ.items() if k not in ("BENCHMARK_PERTURB",)}
     if perturb:
-        env["BENCHMARK_PERTURB"] = "relu"
+        env["BENCHMARK_PERTURB"] = perturb
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(ROOT / "eval" / "perturb"), env.get("PYTHONPATH")])
         )
     cmd = [sys.executable, "-m", "pytest", "benchmark/", "--bench-tags", "model_ci", "--bench-place", "cpu"]
     cmd += ["--bench-modes", modes, "--bench-quick", "--bench-db", url, "-q"]
+    if processes:
+        cmd += ["--bench-processes", str(processes)]
     t0 = time.monotonic()
     with log.open("w") as out:
         subprocess.run(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
     return time.monotonic() - t0
 
 
-def _gate(url: str) -> dict[str, dict]:
+def _gate(url: str, baseline: int | None = None) -> dict[str, dict]:
+    versus = ["--baseline", str(baseline)] if baseline else []
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "gate", "--db", url, "--run", "latest", "--json"],
+        [sys.executable, "-m", "benchmark.cli", "gate", "--db", url, "--run", "latest", "--json", *versus],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -57,27 +61,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="a new directory for the history and the logs")
     p.add_argument("--runs", type=int, default=2, help="unchanged runs before the perturbed one (default 2)")
     p.add_argument("--modes", default="dynamic", help="modes to run, comma-separated (default dynamic)")
+    p.add_argument(
+        "--perturb",
+        choices=("relu", "conv2d_slow"),
+        default="relu",
+        help="relu: its output times 1 + 1e-3, expected `wrong` for the relu models; conv2d_slow: 1 ms "
+        "more per Conv2D forward, judged as an A/B against the last unchanged run, expected "
+        "`regression` for the convolution models (default relu)",
+    )
+    p.add_argument("--processes", type=int, help="worker processes per case (--bench-processes)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=False)
     url = f"sqlite:///{(args.out / 'history.sqlite').resolve()}"
     for i in range(args.runs):
-        took = _suite(url, args.modes, False, args.out / f"unchanged{i + 1}.log")
+        took = _suite(url, args.modes, None, args.out / f"unchanged{i + 1}.log", args.processes)
         print(f"unchanged run {i + 1}: {took:.0f} s")
     unchanged = _gate(url)
-    took = _suite(url, args.modes, True, args.out / "perturbed.log")
-    print(f"perturbed run: {took:.0f} s")
-    perturbed = _gate(url)
+    took = _suite(url, args.modes, args.perturb, args.out / "perturbed.log", args.processes)
+    print(f"perturbed run ({args.perturb}): {took:.0f} s")
+    slow = args.perturb == "conv2d_slow"
+    perturbed = _gate(url, baseline=args.runs if slow else None)
+    expected, uses = ("regression", "conv2d") if slow else ("wrong", "relu")
     ok = True
-    print(f"{'case':40s} {'relu':5s} {'unchanged':12s} {'perturbed':12s}")
+    print(f"{'case':40s} {uses:7s} {'unchanged':12s} {'perturbed':12s} effect")
     for key, d in sorted(perturbed.items()):
         entry = REGISTRY.get(d["name"])
-        relu = entry is not None and "relu" in entry.uses
+        hit = entry is not None and uses in entry.uses
         before = unchanged.get(key, {}).get("verdict", "-")
-        good = (d["verdict"] == "wrong") == relu and before != "wrong"
+        good = (d["verdict"] == expected) == hit and before not in ("wrong", "regression")
         ok &= good
-        print(
-            f"{key:40s} {'yes' if relu else 'no':5s} {before:12s} {d['verdict']:12s} {'' if good else 'UNEXPECTED'}"
-        )
+        effect = f"{d['effect']:+.0%}" if d.get("effect") is not None and d["effect"] == d["effect"] else ""
+        flag = "" if good else "UNEXPECTED"
+        print(f"{key:40s} {'yes' if hit else 'no':7s} {before:12s} {d['verdict']:12s} {effect:7s} {flag}")
     print("as expected" if ok else "NOT as expected")
     return 0 if ok else 1
 

@@ -6,7 +6,7 @@ dependent host work), so the step exercises the network's operators, not the tar
 
 PP-YOLOv2 and Mask R-CNN are not registered: PP-YOLOv2 is this network with a ResNet50-vd backbone,
 a PAN neck and Mish, and Mask R-CNN needs region proposals, RoIAlign and a mask head whose cost is
-in data dependent host work; see configs/models/README.md. Importing this module imports no
+in data dependent host work (docs/models.md). Importing this module imports no
 framework."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PP-OCR mobile text recognition (CRNN; PB's CI: batch 8... of PP-OCR's mobile models): a
+"""PP-OCR mobile text recognition (CRNN; PB's model CI trains PP-OCR mobile at batch 8): a
 MobileNetV3-style backbone (depthwise separable blocks with hardswish and squeeze-excitation) that
 collapses the image's height, a bidirectional LSTM over its width and a CTC loss (PP-OCR's
 recognizer: 3x32x320 inputs, 6625 characters, LSTM hidden 48). Importing this module imports no
