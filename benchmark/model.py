@@ -231,6 +231,8 @@ class Spec(_Frozen):
     model: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     batch_size: int | None = None
+    # data parallel ranks of a model case (paddle.distributed.launch); None: one process
+    devices: int | None = None
 
     @property
     def tensors(self) -> dict[str, Tensor]:

@@ -56,7 +56,13 @@ def run(
         spec,
         str(out_dir),
     ]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
+    )
     # SIGTERM to this process ends the job as Ctrl-C does (the main thread only can set handlers)
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
@@ -74,6 +80,15 @@ def run(
     if len(records) != ranks:
         raise RuntimeError(f"{len(records)} of {ranks} ranks reported; rank logs in {out_dir / 'logs'}")
     return records
+
+
+def _die_with_parent() -> None:
+    """In the launcher, before it starts: SIGTERM when the process that started it dies (Linux
+    prctl PR_SET_PDEATHSIG), even by SIGKILL; the launcher then stops its ranks."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
 
 
 def _interrupt(signum, frame) -> None:
@@ -102,6 +117,65 @@ def summarize(records: list[dict[str, Any]], single: list[dict[str, Any]] | None
         one = single[0]["items_per_step"] / single[0]["step_s"]
         out["efficiency"] = out["total"] / (len(records) * one)
     return out
+
+
+def trial(case, settings) -> dict[str, Any]:
+    """One timing trial of a model case with `devices: N` (the worker's `time` task): the case's
+    model on one rank, then on N ranks, each through the launcher. The record's samples are rank
+    0's seconds per step of the N-rank job (one step a round), its items per step the job's (N
+    batches), and its info the throughput per rank, the single rank's and the scaling efficiency."""
+    import tempfile
+
+    spec = case.spec
+    ranks = int(spec.devices)
+    if spec.step != "train":
+        raise ValueError("data parallel (devices) runs the train step only")
+    steps = max(5, settings.min_rounds)
+    warmup = max(2, settings.min_warmup_iterations)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-dp-") as tmp:
+        single = run(
+            spec.model, dict(spec.args), 1, Path(tmp, "one"), steps=steps, warmup=warmup, seed=spec.seed
+        )
+        start = time.time()
+        records = run(
+            spec.model, dict(spec.args), ranks, Path(tmp, "many"), steps=steps, warmup=warmup, seed=spec.seed
+        )
+        end = time.time()
+    summary = summarize(records, single)
+    first = min(records, key=lambda r: r["rank"])
+    timed = float(sum(first["times"]))
+    return {
+        "status": "ok",
+        "samples": first["times"],
+        "device_samples": None,
+        "iterations": 1,
+        "warmup_iterations": warmup,
+        "estimate_s": first["step_s"],
+        "items_per_step": first["items_per_step"] * ranks,
+        "peak_memory_bytes": None,
+        "page_faults_per_iter": 0.0,
+        "prepare_s": time.perf_counter() - t0 - timed,
+        "warmup_s": 0.0,
+        "timed_s": timed,
+        "timed_window": [end - timed, end],
+        "probe": None,
+        "info": {
+            "model": spec.model,
+            "args": dict(spec.args),
+            "step": "train",
+            "devices": ranks,
+            "items_per_step": first["items_per_step"] * ranks,
+            "items_per_rank": first["items_per_step"],
+            "items_unit": first.get("items_unit", "samples"),
+            "per_rank_items_s": summary["per_rank"],
+            "total_items_s": summary["total"],
+            "single_rank_items_s": single[0]["items_per_step"] / single[0]["step_s"],
+            "efficiency": summary["efficiency"],
+            "engine": "paddle.distributed.launch",
+            "window_s": [start, end],
+        },
+    }
 
 
 def _rank_main(spec_text: str, out_dir: str) -> None:
@@ -144,7 +218,9 @@ def _rank_main(spec_text: str, out_dir: str) -> None:
         "world": world,
         "model": spec["model"],
         "items_per_step": built.items,
+        "items_unit": built.unit,
         "step_s": float(np.median(times)),
+        "times": times,
         "loss": float(pc.to_numpy(loss).reshape(-1)[0]),
     }
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
