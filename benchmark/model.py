@@ -258,6 +258,8 @@ class Spec(_Frozen):
     model: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     batch_size: int | None = None
+    # data parallel ranks of a model case (paddle.distributed.launch); None: one process
+    devices: int | None = None
 
     @property
     def tensors(self) -> dict[str, Tensor]:
@@ -549,6 +551,8 @@ class Verdict(_StrEnum):
     # after FDR, no honest noise estimate): does not fail, and says why
     NEW = "new"  # nothing to compare with yet (no baseline of this series): passes with a notice
     FAILED = "failed"  # the case failed (e.g. its accuracy check): fails
+    WRONG = "wrong"  # a model's loss at step K left its tolerance around the series' earlier
+    # value (benchmark.gate.numerics): the numerics changed, whatever the speed; fails
     ERROR = "error"  # the case errored or its stored samples are invalid: fails
     SKIPPED = "skipped"  # the case was skipped (e.g. no GPU): does not fail
     # a wall-time regression measured again at once (configs/gates.yaml `confirm`) that did not
@@ -556,7 +560,7 @@ class Verdict(_StrEnum):
     NOT_REPRODUCED = "not reproduced"
 
 
-FAILING = frozenset({Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR})
+FAILING = frozenset({Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.WRONG})
 
 
 class Evidence(_StrEnum):

@@ -157,11 +157,44 @@ def step_times(events: Iterable[dict[str, Any]]) -> list[int]:
     ]
 
 
+# The phases of a model's training step, as the model runner marks them (`paddle.profiler.RecordEvent`
+# around each; benchmark/runners/models/running.py): name of the event -> phase.
+PHASES = {"model.forward": "forward", "model.backward": "backward", "model.optimizer": "optimizer"}
+
+
+def phase_times(events: Sequence[dict[str, Any]], steps: int) -> dict[str, float] | None:
+    """Host nanoseconds per step of each phase of a model's step (forward with the loss, backward,
+    optimizer), from the runner's marks; None where the step has none (not a model's training step)."""
+    totals: dict[str, float] = {}
+    for e in events:
+        phase = PHASES.get(e["name"])
+        if phase is not None:
+            totals[phase] = totals.get(phase, 0.0) + _duration(e)
+    if not totals:
+        return None
+    return {phase: totals.get(phase, 0.0) / max(1, steps) for phase in PHASES.values()}
+
+
+def format_phases(phases: dict[str, float] | None, before: dict[str, float] | None = None) -> str:
+    """One line: each phase's time per step; with `before`, the earlier time and the ratio beside."""
+    if not phases:
+        return "phases: not recorded (a model's training step marks forward, backward and optimizer)"
+    parts = []
+    for name, ns in phases.items():
+        text = f"{name} {format_seconds(ns / 1e9)}"
+        old = (before or {}).get(name)
+        if old:
+            text += f" (was {format_seconds(old / 1e9)}, x{ns / old:.2f})"
+        parts.append(text)
+    return "phases per step: " + ", ".join(parts)
+
+
 def summarize(events: Sequence[dict[str, Any]], steps: int, *, top: int | None = None) -> dict[str, Any]:
-    """The profile record of a result: steps, the op table (optionally the `top` rows), copy counts."""
+    """The profile record of a result: steps, the op table (optionally the `top` rows), copy counts,
+    and for a model's training step its phases (`phase_times`)."""
     table = op_table(events, steps)
     times = step_times(events)
-    return {
+    record = {
         "steps": steps,
         "events": len(events),
         "step_ns": times,
@@ -169,6 +202,10 @@ def summarize(events: Sequence[dict[str, Any]], steps: int, *, top: int | None =
         "op_table": table[:top] if top else table,
         "copies": copy_counts(events),
     }
+    phases = phase_times(events, steps)
+    if phases is not None:
+        record["phases"] = phases
+    return record
 
 
 # ------------------------------------------------------------------------------------------

@@ -308,7 +308,9 @@ def test_missing_path_is_reported(tmp_path):
 
 
 def test_shipped_configs_are_valid():
-    cases, issues = load_paths([PROJECT / "configs"], resolver=resolver, models=["lstm", "gru", "resnet18"])
+    from benchmark.runners import model_names
+
+    cases, issues = load_paths([PROJECT / "configs"], resolver=resolver, models=model_names())
     assert not issues, [str(i) for i in issues]
     names = {c.name for c in cases}
     assert {

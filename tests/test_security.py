@@ -303,7 +303,7 @@ def test_model_arguments_count_against_max_bytes(tmp_path):
     text = _dump(
         {"name": "m", "kind": "model", "places": ["cpu"], "model": "lstm", "args": {"hiden_size": 8}}
     )
-    assert "unknown args ['hiden_size']" in _one_line_refusal(tmp_path, text, "args")
+    assert "unknown argument 'hiden_size'" in _one_line_refusal(tmp_path, text, "args")
 
 
 def test_a_grid_value_cannot_escape_the_trace_dir_through_the_case_id(tmp_path):

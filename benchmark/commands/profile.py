@@ -47,7 +47,7 @@ def _copies_line(copies: dict | None) -> str:
 
 @command("profile")
 def cmd_profile(args: argparse.Namespace) -> int:
-    from benchmark.profile import diff_tables, format_table
+    from benchmark.profile import diff_tables, format_phases, format_table
 
     with open_history(args.db) as store:
         run_id = resolve_run(store, args.run)
@@ -63,6 +63,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         if older is None:
             print(format_table(prof.get("op_table") or []))
             print(_copies_line(prof.get("copies")))
+            if prof.get("phases"):
+                print(format_phases(prof["phases"]))
             overhead = prof.get("overhead")
             if overhead:
                 from benchmark.runners.paddle_overhead import format_decomposition
@@ -77,6 +79,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
                 base.get("op_table") or [], prof.get("op_table") or [], changed_only=not args.all
             )
             print(f"vs run {args.vs}:")
+            if prof.get("phases"):
+                print(format_phases(prof["phases"], base.get("phases")))
             print(format_table(rows) if rows else "no operator changed beyond the threshold")
         print()
     return 0

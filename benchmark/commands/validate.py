@@ -66,7 +66,8 @@ def _lazy_checks(resolve: bool):
         binder=binder,
         layer_binder=layer_binder,
         models=runners.model_names(),
-        model_check=lambda *a: real().model_check(*a),
+        # a model's arguments and estimate need no framework: asked without building `real()`
+        model_check=runners.model_check,
     )
     return checks, lambda: real().resolver
 

@@ -172,6 +172,9 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                     part["values"] = {k: v for k, v in part["values"].items() if v is not None}
     for op in body.get("ops") or []:
         _prune_steps(op)
+    if body.get("devices") is None:
+        # Unset, it leaves the config (and the config hash of every existing case) as it was.
+        body.pop("devices", None)
     if body["measure"].get("processes") is None:
         # Unset, it leaves the config (and so the config hash of every existing case) as it was.
         body["measure"].pop("processes", None)
@@ -479,6 +482,7 @@ def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> lis
         problems += _check_layer(cfg, checks, max_bytes)
     if checks.model_check and cfg["kind"] == "model":
         reason, need = checks.model_check(cfg["model"], cfg.get("args") or {}, cfg.get("batch_size"))
+        need *= cfg.get("devices") or 1  # data parallel: one replica per rank
         if reason:
             problems.append(("args", reason))
         elif need > max_bytes:

@@ -40,6 +40,7 @@ VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
 # Caps checked before anything is expanded or allocated; each has an override where it is used.
 # (DEFAULT_MAX_CASES and DEFAULT_MAX_BYTES live in benchmark.limits, imported above.)
 MAX_YAML_DEPTH = 32  # nesting of mappings and lists in a config file
+MAX_DEVICES = 64  # data parallel ranks of one model case
 MAX_STRING = 256  # characters of a string value in attrs, args or a grid
 MAX_VALUES = 10_000  # scalars inside one attrs, args or grid value
 # Files under a config directory that hold settings, not cases.
@@ -305,6 +306,9 @@ class CaseSpec(_Strict):
     args: dict[str, Any] = Field(default_factory=dict)
     step: Literal["train", "infer"] | list[Literal["train", "infer"]] | None = None
     batch_size: int | str | None = None
+    # data parallel: the training step on this many ranks through paddle.distributed.launch (CPU
+    # ranks or GPUs), with the throughput per rank and the scaling efficiency against one rank
+    devices: int | None = Field(default=None, ge=1, le=MAX_DEVICES)
 
     @field_validator("name")
     @classmethod
@@ -400,9 +404,9 @@ class CaseSpec(_Strict):
             if getattr(self, f) is None:
                 raise ValueError(f"field {f!r} is required for kind {self.kind!r}")
         foreign = {
-            "op": ("feed", "ops", "fetch", "model", "step", "layer"),
-            "layer": ("op", "feed", "ops", "fetch", "model", "step", "reference", "torch_op"),
-            "program": ("op", "inputs", "model", "step", "reference", "layer"),
+            "op": ("feed", "ops", "fetch", "model", "step", "layer", "devices"),
+            "layer": ("op", "feed", "ops", "fetch", "model", "step", "reference", "torch_op", "devices"),
+            "program": ("op", "inputs", "model", "step", "reference", "layer", "devices"),
             "model": ("op", "inputs", "feed", "ops", "fetch", "reference", "layer"),
         }[self.kind]
         for f in foreign:
@@ -410,6 +414,8 @@ class CaseSpec(_Strict):
                 raise ValueError(f"field {f!r} does not apply to kind {self.kind!r}")
         if self.kind == "model" and self.step is None:
             self.step = ["train", "infer"]
+        if self.devices is not None and self.step not in ("train", ["train"]):
+            raise ValueError("field 'devices': data parallel runs the train step only (step: train)")
         return self
 
 

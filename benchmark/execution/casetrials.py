@@ -113,7 +113,8 @@ class CaseTrials:
             )
         items = first.items_per_step
         if items and median:
-            r.throughput, r.throughput_unit, r.batch_size = items / median, "samples/s", items
+            unit = f"{first.info.get('items_unit') or 'samples'}/s"  # tokens/s where a batch is tokens
+            r.throughput, r.throughput_unit, r.batch_size = items / median, unit, items
         return r
 
     def apply_checks(self, record: ChecksRecord) -> None:

@@ -303,7 +303,7 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> Measu
         )
     if prepared.items_per_step and samples:
         found.throughput = prepared.items_per_step / stats["median"]
-        found.throughput_unit = "samples/s"
+        found.throughput_unit = f"{prepared.info.get('items_unit') or 'samples'}/s"
         found.batch_size = prepared.items_per_step
     return found
 

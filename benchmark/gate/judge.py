@@ -18,6 +18,7 @@ import numpy as np
 from benchmark.analysis.common_shift import run_shifts
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
+from benchmark.gate import numerics
 from benchmark.gate.series import YOUNG_LEVEL_RUNS, earlier_runs, judge_result, series_noise
 from benchmark.gate.settings import Gates, GateSettings
 from benchmark.metrics import TIME, MetricError, get_metric
@@ -97,11 +98,15 @@ def evaluate(
     run_ids = [run_id] if isinstance(run_id, int) else list(run_id)
     decisions = []
     confirmations: dict[str, Any] = {}
+    later: list = []  # (decisions, results, previous results) of each run, for numerics.apply
     for one in run_ids:
-        decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses))
+        decisions.extend(_evaluate_run(store, one, gates, baseline, baseline_statuses, later))
         run = store.run(one)
         confirmations.update(((run.extra or {}).get(CONFIRMATION_KEY) or {}) if run is not None else {})
     control_fdr(decisions, gates.spec.defaults.alpha)
+    # after FDR, which must not turn a model's wrong loss or grown memory into inconclusive
+    for args in later:
+        numerics.apply(*args)
     apply_blocking(decisions, gates, confirmations if baseline is None else {})
     return decisions
 
@@ -148,7 +153,9 @@ def apply_blocking(decisions: list[Decision], gates: Gates, confirmations: Mappi
             )
 
 
-def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses) -> list[Decision]:
+def _evaluate_run(
+    store, run_id: int, gates: Gates, baseline, baseline_statuses, later=None
+) -> list[Decision]:
     if store.run(run_id) is None:
         raise GateInputError(f"there is no run {run_id} in {store.display_url}")
     results = store.results(run_id)
@@ -166,7 +173,12 @@ def _evaluate_run(store, run_id: int, gates: Gates, baseline, baseline_statuses)
         if baseline is None
         else {}
     )
-    return decide_results(results, bases, gates, baseline, base_results, envs)
+    decisions = decide_results(results, bases, gates, baseline, base_results, envs)
+    if later is not None:
+        # a model's loss at step K and its peak memory, against the series' previous result
+        previous = base_results if baseline is not None else numerics.previous_results(store, results, bases)
+        later.append((decisions, results, previous))
+    return decisions
 
 
 def judge_attempts(store, run_id: int, results: Sequence[CaseResult], gates: Gates) -> list[Decision]:

@@ -26,6 +26,7 @@ STATUS_COLORS = {
     "pass": "#546e7a",
     "ok": "#546e7a",
     "inconclusive": "#ef6c00",
+    "wrong": "#6a1b9a",
     NOT_IN_RUN: "#9e9e9e",
 }
 

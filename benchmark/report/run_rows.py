@@ -37,8 +37,9 @@ FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history ana
 
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 A_B_VERDICTS = ("slower", "faster", "inconclusive", "same")
-ERROR_STATUSES = ("failed", "error")
+ERROR_STATUSES = ("failed", "error", "wrong")
 STATUS_ORDER = (
+    "wrong",
     "regression",
     "error",
     "improvement",
@@ -172,7 +173,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
             )
             if x
         ),  # fmt: skip
-        message=d.reason if d.verdict in ("failed", "error", "skipped") else None,
+        message=d.reason if d.verdict in ("failed", "error", "wrong", "skipped") else None,
         history=d.verdict if alerted else None,
         history_magnitude=d.effect if alerted else math.nan,
         history_change_run_id=d.change_run_id if alerted else None,
@@ -250,6 +251,7 @@ JUDGED_STATUS = {
     Verdict.INCONCLUSIVE: "inconclusive",
     Verdict.NEW: "new",
     Verdict.FAILED: "error",
+    Verdict.WRONG: "wrong",
     Verdict.ERROR: "error",
     Verdict.SKIPPED: "skipped",
     Verdict.NOT_REPRODUCED: "not reproduced",

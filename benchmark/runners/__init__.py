@@ -24,6 +24,7 @@ __all__ = [
     "RunnerUnavailable",
     "framework_available",
     "framework_info",
+    "model_check",
     "model_names",
     "config_checks",
     "op_resolver",
@@ -95,7 +96,7 @@ def config_checks(resolve: bool = True):
     and signature binding when paddle is importable here (and `resolve`), the registered model
     builders and their argument checks always (they need no framework)."""
     from benchmark.config.expand import Checks
-    from benchmark.runners.models import check_args
+    from benchmark.runners.models.registry import check_args
 
     resolver = op_resolver() if resolve else None
     binder = layer_binder = None
@@ -133,7 +134,15 @@ def profile_pass(case: Case, prepared, trace_path=None, steps: int = 5) -> dict:
     return record
 
 
-def model_names() -> list[str]:
-    from benchmark.runners.models import MODELS
+def model_check(name: str, args: dict, batch_size=None) -> tuple[str | None, int]:
+    """(reason or None, estimated bytes) of a model case's builder and arguments, without paddle."""
+    from benchmark.runners.models.registry import check_args
 
-    return sorted(MODELS)
+    return check_args(name, args, batch_size)
+
+
+def model_names() -> list[str]:
+    """The registered model builders (benchmark/runners/models/registry.py; no framework import)."""
+    from benchmark.runners.models.registry import model_names as names
+
+    return names()

@@ -57,6 +57,11 @@ def _time(case, params, options) -> dict[str, Any]:
     from benchmark.execution import measure
 
     settings = measure.MeasureSettings().override(params.get("settings") or {})
+    if case.kind == "model" and (case.spec.devices or 1) > 1:
+        # data parallel: N ranks through paddle.distributed.launch, timed by the ranks themselves
+        from benchmark.runners.models.data_parallel import trial
+
+        return trial(case, settings)
     diagnose = params.get("diagnose") or {}
     before = (PROBE.last or PROBE.run()) if settings.probe else None
     t0, c0 = time.perf_counter(), time.process_time()
