@@ -104,10 +104,11 @@ def evaluate(
         run = store.run(one)
         confirmations.update(((run.extra or {}).get(CONFIRMATION_KEY) or {}) if run is not None else {})
     control_fdr(decisions, gates.spec.defaults.alpha)
-    # after FDR, which must not turn a model's wrong loss or grown memory into inconclusive
+    apply_blocking(decisions, gates, confirmations if baseline is None else {})
+    # after FDR, which must not turn a model's wrong loss or grown memory into inconclusive, and
+    # after the blocking rule for wall time, which is not about loss or memory (both block)
     for args in later:
         numerics.apply(*args)
-    apply_blocking(decisions, gates, confirmations if baseline is None else {})
     return decisions
 
 

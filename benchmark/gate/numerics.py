@@ -94,6 +94,7 @@ def apply(
             d.reason = "; ".join(x for x in (wrong, memory, d.reason) if x)
         elif memory:
             d.verdict = Verdict.REGRESSION
+            d.blocking = True  # memory blocks everywhere (configs/gates.yaml names only cost metrics)
             d.reason = "; ".join(x for x in (memory, d.reason) if x)
 
 
