@@ -6,9 +6,11 @@ numbers far from any threshold."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+from compare_venvs import make_venv, pth_hook
 from synthetic import gate_rows, result_from_processes, result_from_samples
 
 from benchmark.cli import main
@@ -16,6 +18,7 @@ from benchmark.environment import MachineDescription, RunDescription
 from benchmark.gate.judge import CONFIRMATION_KEY
 from benchmark.store import open_store
 
+PROJECT = Path(__file__).resolve().parents[1]
 MACHINE = {"hostname": "verdict-host", "cpu_model": "test", "fingerprint": "verdictmachine01"}
 DAY = 86400.0
 OPS = {f"op{i}": 20e-6 * (1 + i) for i in range(6)}
@@ -191,3 +194,65 @@ def test_ack_refuses_what_it_cannot_find_and_a_missing_history(url, tmp_path, ca
     missing = tmp_path / "none.sqlite"
     assert main(["ack", "op0", "--why", "x", "--db", str(missing)]) == 2
     assert "no history at" in capsys.readouterr().err and not missing.exists()
+
+
+SMALL = """
+cases:
+  - name: verdict_abs
+    kind: op
+    op: paddle.abs
+    inputs: {x: {shape: [16, 16]}}
+    places: [cpu]
+    modes: [dynamic]
+"""
+# Each paddle.abs call three times as long and 2 ms more: far beyond any machine's noise.
+SLOWER = pth_hook(
+    """def _patch(paddle):
+    original = paddle.abs
+    def abs(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = original(*args, **kwargs)
+        until = t0 + (time.perf_counter() - t0) * 3.0 + 2e-3
+        while time.perf_counter() < until:
+            pass
+        return out
+    paddle.abs = abs
+"""
+)
+
+
+@pytest.mark.slow
+def test_bench_gate_measures_a_cpu_wall_time_regression_again_and_fails_it_when_it_reproduces(tmp_path):
+    """A real suite: a first run, then one where paddle.abs is made far slower (a .pth hook in a
+    venv of this interpreter's packages). Its CPU wall time regressed, which blocks only when
+    measured again: --bench-gate measures the case again in fresh workers (twice), the regression
+    reproduces both times, the gate item fails, and the attempts are stored with the run, so
+    `benchmark gate` later gives the same verdict with their figures."""
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(SMALL)
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+
+    def suite(python, *args):
+        cmd = [str(python), "-m", "pytest", "benchmark/", "-p", "no:cacheprovider", "--bench-config", str(cfg),
+               "--bench-quick", "--bench-processes", "4", "--bench-db", db, "--bench-json", str(tmp_path / "s.json"), *args]  # fmt: skip
+        return subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=900)
+
+    first = suite(sys.executable)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    slow = suite(make_venv(tmp_path / "slow", hook=SLOWER), "--bench-gate")
+    out = slow.stdout + slow.stderr
+    assert slow.returncode == 1, out[-4000:]
+    assert (
+        "measuring again 1 regressed case(s) and 0 control(s) in fresh worker processes (attempt 2 of 2)"
+        in out
+    )
+    assert "1 of 1 regression(s) reproduced when measured again" in out
+    with open_store(db, create=False, readonly=True) as st:
+        run = st.run(2)
+    (attempts,) = [c["attempts"] for c in run.extra[CONFIRMATION_KEY].values() if c["reproduced"]]
+    assert len(attempts) == 2 and all(a["verdict"] == "regression" and a["effect"] > 1.0 for a in attempts)
+    code = main(["gate", "--db", db, "--run", "2"])
+    assert code == 1
