@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "benchmark.commands.scope",
     "benchmark.commands.compare",
     "benchmark.commands.bisect",
+    "benchmark.commands.night",
 ]
 
 

@@ -341,6 +341,20 @@ class Store(StoreReads):
 
         self._transact(work)
 
+    def set_run_extra(self, run_id: int, key: str, value: Any) -> None:
+        """Set one key of the run's `extra` (e.g. what `benchmark night` decided after judging the
+        run: its verdicts and bisections), keeping the others."""
+
+        def work(conn: Connection) -> None:
+            row = conn.execute(sa.select(RUN.c.extra).where(RUN.c.id == run_id)).first()
+            if row is None:
+                raise StoreError(f"{self.display_url}: there is no run {run_id}")
+            extra = dict(row[0] or {})
+            extra[key] = value
+            conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(extra=extra))
+
+        self._transact(work)
+
     def _insert_results(self, conn: Connection, run_id: int, batch: list[dict[str, Any]]) -> list[int]:
         machine_id, run_time = self._run_key(conn, run_id)
         self._preload(conn, machine_id)
