@@ -316,3 +316,20 @@ def test_bad_options_are_one_line_and_exit_2(args, message, tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("benchmark night: error: " + message)
     assert not (tmp_path / "h.sqlite").exists()
+
+
+def test_resolve_names_the_newest_build_or_the_pinned_one_as_one_json_line(tmp_path):
+    import json
+
+    wheel(tmp_path, "1.0")
+    newest = wheel(tmp_path, "1.1.dev20250811")
+
+    def resolve(*extra):
+        return subprocess.run([sys.executable, "-m", "benchmark.cli", "night", "--resolve", "--package", "fakepkg",
+                               "--index-url", str(tmp_path), *extra], capture_output=True, text=True, check=False)  # fmt: skip
+
+    doc = json.loads(resolve().stdout)
+    assert (doc["version"], doc["sha256"], doc["date"]) == ("1.1.dev20250811", sha(newest), "2025-08-11")
+    assert json.loads(resolve("--version", "1.0").stdout)["version"] == "1.0"
+    proc = resolve("--version", "2.0")
+    assert proc.returncode == 2 and "--version 2.0: no such build of fakepkg" in proc.stderr

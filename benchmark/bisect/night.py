@@ -80,6 +80,8 @@ class NightSettings:
     base: str | None = None
     upstream: str = DEFAULT_UPSTREAM
     selection: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    package: str | None = None  # recorded for a night of an interpreter given as it is
+    index: str | None = None
     say: Callable[[str], None] = lambda line: None
 
 
@@ -156,6 +158,7 @@ def play_night(s: NightSettings, *, build: Build | None = None, python: str | No
         record["build"]["version"] = framework.get("paddle_version")
         record["build"]["date"] = dt.datetime.now(dt.timezone.utc).date().isoformat()
         record["build"]["date_source"] = "tonight"
+        record["build"].update(package=s.package, index=s.index)
     version = record["build"]["version"]
     stands_for = record["build"].get("date") or dt.datetime.now(dt.timezone.utc).date().isoformat()
     record["stands_for"] = stands_for

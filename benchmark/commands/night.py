@@ -48,6 +48,9 @@ def register(sub) -> None:
     b.add_argument("--backfill", type=positive_int, default=None, metavar="N",
                    help="play the nights of the last N builds on the index, oldest first, each recorded as "
                    "the night it stands for; builds already played are skipped, so a re-run resumes")  # fmt: skip
+    b.add_argument("--resolve", action="store_true",
+                   help="print the build the night would install (version, wheel URL, sha256, date, index) as "
+                   "one JSON line and exit: a workflow installs it beside the suite")  # fmt: skip
     add_case_selection(p, place="cpu")
     p.add_argument("--gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
@@ -86,6 +89,10 @@ def _check(args: argparse.Namespace) -> None:
         raise CommandError(
             "give --index-url URL|DIR (the builds to follow) or --python PYTHON (a build as it is)"
         )
+    if args.resolve and (args.python is not None or args.backfill):
+        raise CommandError(
+            "--resolve names the build of --index-url (and --version): not with --python or --backfill"
+        )
     if args.python is not None and (args.backfill or args.version):
         raise CommandError("--backfill and --version install builds from --index-url: not with --python")
     if (args.build or args.base) and not args.repo:
@@ -94,6 +101,35 @@ def _check(args: argparse.Namespace) -> None:
         raise CommandError("--repo needs --build CMD (the command that builds a commit's wheel)")
     if not args.budget_min > 0:
         raise CommandError(f"--budget-min must be a positive number of minutes, got {args.budget_min}")
+
+
+def _pick(listing, args: argparse.Namespace):
+    """The newest build of the listing, or the one of --version."""
+    from packaging.version import InvalidVersion, Version
+
+    from benchmark.commands._common import CommandError
+
+    if not args.version:
+        return listing[-1]
+    try:
+        return next(b for b in listing if Version(b.version) == Version(args.version))
+    except (StopIteration, InvalidVersion):
+        raise CommandError(
+            f"--version {args.version}: no such build of {args.package} on {args.index_url}"
+        ) from None
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    from benchmark.bisect.builds import BuildError
+    from benchmark.bisect.index import index_builds
+    from benchmark.commands._common import CommandError
+
+    try:
+        build = _pick(index_builds(args.package, args.index_url), args)
+    except BuildError as e:
+        raise CommandError(str(e)) from None
+    print(json.dumps(build.to_dict()))
+    return 0
 
 
 @command("night")
@@ -110,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.report import night as words
 
     _check(args)
+    if args.resolve:
+        return _resolve(args)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -130,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
         gates_path=args.gates, jobs=args.jobs or default_jobs(), budget_s=60 * args.budget_min,
         bisect=args.bisect, repo=args.repo, build_cmd=args.build, base=args.base,
         upstream=args.upstream or night.DEFAULT_UPSTREAM,
-        selection={k: v for k, v in (("keyword", args.keyword),) if v}, say=say,
+        selection={k: v for k, v in (("keyword", args.keyword),) if v}, say=say, package=args.package,
+        index=args.index_url,
     )  # fmt: skip
     try:
         if args.backfill:
@@ -141,16 +180,7 @@ def run(args: argparse.Namespace) -> int:
             records = [night.play_night(s, python=args.python, envs=envs, index_list=listing)]
         else:
             listing = index_builds(args.package, args.index_url)
-            build = listing[-1]
-            if args.version:
-                from packaging.version import InvalidVersion, Version
-
-                try:
-                    build = next(b for b in listing if Version(b.version) == Version(args.version))
-                except (StopIteration, InvalidVersion):
-                    raise CommandError(
-                        f"--version {args.version}: no such build of {args.package} on {args.index_url}"
-                    ) from None
+            build = _pick(listing, args)
             say(
                 f"night: {args.package} {build.version} from {args.index_url} (the {'pinned' if args.version else 'newest'} build)"
             )
