@@ -83,7 +83,7 @@ def markdown(night: Mapping[str, Any]) -> str:
     if not b:
         return head + "\n\nNo case regressed: nothing to bisect."
     rows = [
-        "| Case | Effect | Culprit range | Last good | First bad | Compare | Status |",
+        "| Case | Step effect | Culprit range | Last good | First bad | Compare | Status |",
         "|---|---:|---|---|---|---|---|",
     ]
     for x in b:
@@ -140,7 +140,7 @@ def html(night: Mapping[str, Any] | None) -> str:
         )
     return (
         head
-        + f"<h3>Culprit ranges ({len(b)} failing case(s))</h3><table><thead><tr><th>Case</th><th>Effect</th>"
+        + f"<h3>Culprit ranges ({len(b)} failing case(s))</h3><table><thead><tr><th>Case</th><th>Step effect</th>"
         "<th>Last good</th><th>First bad</th><th>Compare</th><th>Status</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></section>"
