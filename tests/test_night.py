@@ -310,26 +310,33 @@ def test_the_report_names_each_failing_case_its_builds_commits_and_the_upstream_
         (["--index-url", "x", "--budget-min", "0"], "--budget-min must be a positive number of minutes"),
     ],
 )
-def test_bad_options_are_one_line_and_exit_2(args, message, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "benchmark.cli", "night", *args, "--db", str(tmp_path / "h.sqlite")],
-                          capture_output=True, text=True, cwd=tmp_path, check=False)  # fmt: skip
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("benchmark night: error: " + message)
+def test_bad_options_are_one_line_and_exit_2(args, message, tmp_path, capsys):
+    from benchmark.cli import main
+
+    assert main(["night", *args, "--db", str(tmp_path / "h.sqlite")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("benchmark night: error: " + message)
     assert not (tmp_path / "h.sqlite").exists()
 
 
-def test_resolve_names_the_newest_build_or_the_pinned_one_as_one_json_line(tmp_path):
+def test_resolve_names_the_newest_build_or_the_pinned_one_as_one_json_line(tmp_path, capsys):
     import json
+
+    from benchmark.cli import main
 
     wheel(tmp_path, "1.0")
     newest = wheel(tmp_path, "1.1.dev20250811")
 
     def resolve(*extra):
-        return subprocess.run([sys.executable, "-m", "benchmark.cli", "night", "--resolve", "--package", "fakepkg",
-                               "--index-url", str(tmp_path), *extra], capture_output=True, text=True, check=False)  # fmt: skip
+        code = main(["night", "--resolve", "--package", "fakepkg", "--index-url", str(tmp_path), *extra])
+        return code, capsys.readouterr()
 
-    doc = json.loads(resolve().stdout)
-    assert (doc["version"], doc["sha256"], doc["date"]) == ("1.1.dev20250811", sha(newest), "2025-08-11")
-    assert json.loads(resolve("--version", "1.0").stdout)["version"] == "1.0"
-    proc = resolve("--version", "2.0")
-    assert proc.returncode == 2 and "--version 2.0: no such build of fakepkg" in proc.stderr
+    code, out = resolve()
+    doc = json.loads(out.out)
+    assert code == 0 and (doc["version"], doc["sha256"], doc["date"]) == (
+        "1.1.dev20250811",
+        sha(newest),
+        "2025-08-11",
+    )
+    assert json.loads(resolve("--version", "1.0")[1].out)["version"] == "1.0"
+    code, out = resolve("--version", "2.0")
+    assert code == 2 and "--version 2.0: no such build of fakepkg" in out.err

@@ -134,6 +134,9 @@ def _resolve(args: argparse.Namespace) -> int:
 
 @command("night")
 def run(args: argparse.Namespace) -> int:
+    _check(args)
+    if args.resolve:
+        return _resolve(args)
     from benchmark.bisect import night
     from benchmark.bisect.builds import BuildError
     from benchmark.bisect.index import BuildEnvs, index_builds
@@ -144,10 +147,6 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.instructions.counting_pass import default_jobs
     from benchmark.paths import CHECKOUT_DIR, db_url
     from benchmark.report import night as words
-
-    _check(args)
-    if args.resolve:
-        return _resolve(args)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
