@@ -340,3 +340,12 @@ def test_resolve_names_the_newest_build_or_the_pinned_one_as_one_json_line(tmp_p
     assert json.loads(resolve("--version", "1.0")[1].out)["version"] == "1.0"
     code, out = resolve("--version", "2.0")
     assert code == 2 and "--version 2.0: no such build of fakepkg" in out.err
+
+
+def test_only_regressions_are_bisected_never_an_improvement():
+    from benchmark.model import Decision, Verdict
+
+    ids = {(f"c{v}", "cpu", "dynamic"): f"c{v}-cpu-dynamic" for v in Verdict}
+    decisions = [Decision(case_id=f"c{v}", name="n", place="cpu", mode="dynamic", metric="instructions", verdict=v)
+                 for v in Verdict]  # fmt: skip
+    assert [case for case, _ in night.to_bisect(decisions, ids)] == ["cregression-cpu-dynamic"]

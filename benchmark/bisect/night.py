@@ -187,7 +187,7 @@ def play_night(s: NightSettings, *, build: Build | None = None, python: str | No
             ids[d.case_id, d.place, d.mode]: d.effect for d in decisions if d.effect == d.effect
         }
         store.set_run_extra(run_id, KEY, record)
-        failing = [(ids[d.case_id, d.place, d.mode], d) for d in decisions if d.verdict == "regression"]
+        failing = to_bisect(decisions, ids)
         if failing and s.bisect and "same_build_as" not in record:
             record["bisections"] = bisect_failures(
                 s, failing, record, earlier, envs, index_list, label_python=python
@@ -203,6 +203,15 @@ def play_night(s: NightSettings, *, build: Build | None = None, python: str | No
         store.set_run_extra(run_id, KEY, record)
     record["run_id"] = run_id
     return record
+
+
+def to_bisect(
+    decisions: Sequence[Decision], ids: Mapping[tuple[str, str, str], str]
+) -> list[tuple[str, Decision]]:
+    """The decisions a night bisects, by the night's case id: regressions only (an improvement is
+    reported as one and never bisected; a case that errored or failed its check has no value to
+    bisect on)."""
+    return [(ids[d.case_id, d.place, d.mode], d) for d in decisions if d.verdict == "regression"]
 
 
 def _judge(store, run_id: int, gates_path: str | None) -> list[Decision]:
