@@ -349,3 +349,16 @@ def test_only_regressions_are_bisected_never_an_improvement():
     decisions = [Decision(case_id=f"c{v}", name="n", place="cpu", mode="dynamic", metric="instructions", verdict=v)
                  for v in Verdict]  # fmt: skip
     assert [case for case, _ in night.to_bisect(decisions, ids)] == ["cregression-cpu-dynamic"]
+
+
+def test_set_run_extra_sets_one_key_and_keeps_the_others(history):
+    from benchmark.store.engine import StoreError
+
+    store, machine, _ = history
+    run_id = store.begin_run(machine, RunDescription(extra={"selection": {"keyword": "abs"}}))
+    store.set_run_extra(run_id, "night", {"verdicts": {"a": "pass"}})
+    store.set_run_extra(run_id, "night", {"verdicts": {"a": "regression"}})
+    extra = store.run(run_id).extra
+    assert extra["selection"] == {"keyword": "abs"} and extra["night"] == {"verdicts": {"a": "regression"}}
+    with pytest.raises(StoreError, match=r"there is no run 999"):
+        store.set_run_extra(999, "night", {})
