@@ -1,7 +1,8 @@
 """`benchmark night`: tonight's build of paddle, measured, judged against the earlier nights of this
 machine and, where a case regressed, bisected to the culprit range (`benchmark.bisect.night`); with
-`--backfill N`, the nights of the last N builds on the index, oldest first. Exit 0 when every case
-passed, 1 when a case regressed (standing regressions included), 2 on an error."""
+`--backfill N`, the nights of the last N builds on the index, oldest first. Exit 0 when the judge
+passes tonight, 1 when it fails a case (a regression, standing ones included, or a case that errored
+or failed its check), 2 on an error of the command."""
 
 from __future__ import annotations
 
@@ -201,5 +202,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     if not records:
         print("night: every build of the backfill was already played")
-    failing = any(r.get("bisections") for r in records[-1:])
+    # the judge's failing verdicts (a regression, a case that errored or failed its check) fail the night
+    failing = any(
+        v in ("regression", "failed", "error") for r in records[-1:] for v in r.get("verdicts", {}).values()
+    )
     return 1 if failing else 0
