@@ -118,6 +118,52 @@ def test_a_pep503_html_index_over_http_and_file_urls(html_index):
         index_builds("fakepkg", url.replace("/simple", "/nothing"))
 
 
+def test_a_pep691_json_index_gives_hashes_yanks_and_upload_times(tmp_path):
+    import json
+
+    files = tmp_path / "files"
+    files.mkdir()
+    entries = []
+    for version, yanked, day in [
+        ("1.0", False, "2025-01-15"),
+        ("1.1", True, "2025-02-15"),
+        ("1.2", False, "2025-03-15"),
+    ]:
+        w = wheel(files, version)
+        entries.append({"filename": w.name, "url": f"../../files/{w.name}", "hashes": {"sha256": sha(w)},
+                        "yanked": yanked, "upload-time": f"{day}T02:00:00.000Z"})  # fmt: skip
+    body = json.dumps({"meta": {"api-version": "1.1"}, "name": "fakepkg", "files": entries}).encode()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(tmp_path), **kw)
+
+        def do_GET(self):  # noqa: N802 (the http.server API)
+            if self.path.rstrip("/") != "/simple/fakepkg":
+                return super().do_GET()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        builds = index_builds("fakepkg", f"http://127.0.0.1:{server.server_address[1]}/simple")
+    finally:
+        server.shutdown()
+    assert [(b.version, b.date, b.date_source) for b in builds] == [
+        ("1.0", "2025-01-15", "upload-time"),
+        ("1.2", "2025-03-15", "upload-time"),
+    ]
+    assert builds[-1].sha256 == sha(files / "fakepkg-1.2-py3-none-any.whl")
+    assert builds[-1].url.endswith("/files/fakepkg-1.2-py3-none-any.whl")
+
+
 @pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv on PATH (the test extra installs it)")
 def test_an_environment_holds_exactly_the_wheel_of_its_build_and_is_made_once(tmp_path):
     idx = tmp_path / "idx"
