@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "benchmark.commands.compare",
     "benchmark.commands.bisect",
     "benchmark.commands.ack",
+    "benchmark.commands.night",
 ]
 
 

@@ -235,11 +235,23 @@ def test_pytest_bench_options_exist(path):
 def test_nightly_gpu_job_graph():
     workflow = load(ROOT / ".github/workflows/nightly-gpu.yml")
     assert {"schedule", "workflow_dispatch"} <= set(workflow[True])
-    assert {"paddle_version", "paddle_index"} <= set(workflow[True]["workflow_dispatch"]["inputs"])
-    suite, gate = workflow["jobs"]["suite"], workflow["jobs"]["gate"]
+    inputs = workflow[True]["workflow_dispatch"]["inputs"]
+    assert {"paddle_version", "paddle_index", "paddle_nightly_index"} <= set(inputs)
+    suite, gate, build = workflow["jobs"]["suite"], workflow["jobs"]["gate"], workflow["jobs"]["build"]
     assert {"self-hosted", "gpu", "nightly"} <= set(suite["runs-on"]) and gate["runs-on"] == suite["runs-on"]
     # the gate runs after every shard, also when one failed, and judges them as one run group
-    assert gate["needs"] in ("suite", ["suite"]) and "!cancelled()" in gate["if"]
+    assert "suite" in gate["needs"] and "!cancelled()" in gate["if"]
+
+    # tonight's build is named once (the newest develop build unless a release is pinned), and every
+    # job installs that one
+    assert (
+        inputs["paddle_version"]["default"] == "" and "nightly" in inputs["paddle_nightly_index"]["default"]
+    )
+    assert workflow["env"]["PADDLE_VERSION"].endswith("|| '' }}")
+    resolve = shell_commands(step_named(build, "Name the build"))
+    resolving = [c for c in resolve if c[:3] == ["benchmark", "night", "--resolve"] or "--resolve" in c]
+    assert len(resolving) == 2 and any("$PADDLE_NIGHTLY_INDEX" in " ".join(c) for c in resolve)
+    assert suite["needs"] == "build" and "build" in gate["needs"]
     shards = suite["strategy"]["matrix"]["shard"]
     assert len(shards) > 1 and suite["env"]["SHARDS"] == str(len(shards))
     assert not suite["strategy"]["fail-fast"]
@@ -247,11 +259,17 @@ def test_nightly_gpu_job_graph():
     assert "github.run_id" in group and "github.run_attempt" in group
 
     # paddle from Paddle's index first, then the harness, whose gpu extra names no paddle
-    install = shell_commands(step_named(suite, "Install paddle"))
-    paddle_at = next(i for i, c in enumerate(install) if "paddlepaddle-gpu==$PADDLE_VERSION" in c)
-    harness_at = next(i for i, c in enumerate(install) if c[:3] == ["pip", "install", "-e"])
-    assert paddle_at < harness_at and install[harness_at][3] == ".[gpu,test]"
-    assert install[paddle_at][install[paddle_at].index("-i") + 1] == "$PADDLE_INDEX"
+    for job, extra in ((suite, ".[gpu,test]"), (gate, ".[gpu,postgres]")):
+        step = step_named(job, "Install")
+        assert step["env"]["BUILD_VERSION"] == "${{ needs.build.outputs.version }}"
+        install = shell_commands(step)
+        paddle_at = next(i for i, c in enumerate(install) if "paddlepaddle-gpu==$BUILD_VERSION" in c)
+        harness_at = next(i for i, c in enumerate(install) if c[:3] == ["pip", "install", "-e"])
+        assert paddle_at < harness_at and install[harness_at][3] == extra
+        assert install[paddle_at][install[paddle_at].index("-i") + 1] == "$BUILD_INDEX"
+    # the night follows the gate: tonight's build, its CPU cases judged against the earlier nights
+    night = " ".join(" ".join(c) for c in shell_commands(step_named(gate, "The night")))
+    assert "benchmark night --python" in night and "--index-url $BUILD_INDEX" in night
 
     (run,) = pytest_calls(suite)
     targets, options = run

@@ -10,7 +10,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from benchmark.model import CaseResult, Series
-from benchmark.report import jobs, markdown
+from benchmark.report import jobs, markdown, night
 from benchmark.report.parallel import parallel_map
 from benchmark.report.run_rows import (
     Row,
@@ -106,7 +106,11 @@ def markdown_report(
         ab_files = _changed_plots(rows, series, run_id, baseline, Path(out), min_effect, formats, workers)
         where = where or _plots_note(Path(out), len(series), ab_files)
     base = store.run(baseline) if baseline else None
-    return markdown.render(run, rows, baseline_run=base, plots=where, db=store.display_url)
+    report = markdown.render(run, rows, baseline_run=base, plots=where, db=store.display_url)
+    if isinstance(run.extra.get("night"), dict):  # a night of `benchmark night`: its culprit ranges first
+        head, sep, rest = report.partition("\n\n### Regressions")
+        report = f"{head}\n\n{night.markdown(run.extra['night'])}{sep}{rest}"
+    return report
 
 
 def _changed_plots(rows: list[Row], series: list[Series], run_id: int, baseline: int | None, out: Path,

@@ -19,7 +19,7 @@ from typing import Any
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.model import CaseResult, Series
 from benchmark.records import RunRecord
-from benchmark.report import jobs, pages
+from benchmark.report import jobs, night, pages
 from benchmark.report.htmlkit import Entry
 from benchmark.report.parallel import parallel_map
 from benchmark.report.run_rows import (
@@ -212,7 +212,10 @@ def _write_pages(
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     (out / "index.html").write_text(
-        pages.index_html(entries, meta, pages.run_section(run, rows, ab_files, out)), encoding="utf-8"
+        pages.index_html(
+            entries, meta, pages.run_section(run, rows, ab_files, out) + night.html(_night_of(run))
+        ),
+        encoding="utf-8",
     )
 
 
@@ -233,3 +236,9 @@ def _results_light(store, run_id: int) -> list[CaseResult]:
         return store.results(run_id)
     except Exception:  # a report never fails for want of a config
         return []
+
+
+def _night_of(run: RunRecord | None) -> dict[str, Any] | None:
+    """The record of a night (`benchmark night`) the run is, else None."""
+    found = run.extra.get("night") if run is not None else None
+    return found if isinstance(found, dict) else None

@@ -343,13 +343,17 @@ class Store(StoreReads):
         self._transact(work)
 
     def set_run_extra(self, run_id: int, key: str, value: Any) -> None:
-        """Set one key of a run's `extra` (JSON), e.g. the re-measurements of its regressions."""
+        """Set one key of the run's `extra`, keeping the others: what `benchmark night` decided
+        after judging the run (its verdicts and bisections), the re-measurements of its regressions
+        (`pytest benchmark/ --bench-gate`)."""
 
         def work(conn: Connection) -> None:
-            old = conn.execute(sa.select(RUN.c.extra).where(RUN.c.id == run_id)).scalar()
-            if old is None and conn.execute(sa.select(RUN.c.id).where(RUN.c.id == run_id)).first() is None:
+            row = conn.execute(sa.select(RUN.c.extra).where(RUN.c.id == run_id)).first()
+            if row is None:
                 raise StoreError(f"{self.display_url}: there is no run {run_id}")
-            conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(extra={**(old or {}), key: value}))
+            extra = dict(row[0] or {})
+            extra[key] = value
+            conn.execute(sa.update(RUN).where(RUN.c.id == run_id).values(extra=extra))
 
         self._transact(work)
 
