@@ -183,10 +183,11 @@ def _evaluate_run(
 
 
 def judge_attempts(store, run_id: int, results: Sequence[CaseResult], gates: Gates) -> list[Decision]:
-    """Results measured again for run `run_id` (its cases, re-measured to confirm a regression),
-    each judged alone against the history that run was judged against (the complete runs before
-    it, acknowledgements applied), without the false-discovery adjustment across cases: one
-    decision per result, as `confirmation_key` names the run's own."""
+    """Results measured again for run `run_id` (regressed cases and control cases beside them),
+    judged against the history that run was judged against (the complete runs before it,
+    acknowledgements applied), the attempt's common shift estimated from its own results, without
+    the false-discovery adjustment across cases: one decision per result, as `confirmation_key`
+    names the run's own."""
     bases = store.baselines(run_id, last=gates.spec.defaults.history_runs + 1, statuses=BASELINE_RUN_STATUSES)
     bases = acknowledged(bases, store.acknowledgements(b.series_id for b in bases.values()), run_id)
     again = [dataclasses.replace(r, run_id=run_id) for r in results]

@@ -440,10 +440,6 @@ def judge_deterministic(
     return _acknowledged(decision, base)
 
 
-def runs_left(earlier: tuple[list, list, list, list]) -> bool:
-    return bool(earlier[0])
-
-
 def _acknowledged(decision: Decision, base: Series | None) -> Decision:
     """Say where an acknowledged series' history starts (`benchmark ack`)."""
     a = base.acknowledgement if base is not None else None
@@ -541,7 +537,7 @@ def judge_result(
         else:
             assert earlier is not None  # as above
             judge_history(d, base, new, procs, result, s, envs, earlier)
-            if base is not None and base.acknowledgement is not None and runs_left(earlier):
+            if earlier[0]:  # (a new series said so already)
                 _acknowledged(d, base)
         corrupt = (
             [r for r, x in zip(base.run_ids, base.samples, strict=True) if bad_timings(x)] if base else []
