@@ -87,7 +87,7 @@ def diff(base: str, head: str, cwd: Path | str | None = None) -> list[Change]:
 def why_not_data(change: Change) -> str | None:
     """None when `change` is case data, else the reason in a few words."""
     if change.path in REVIEWED_DATA:
-        return "the operator allowlist is reviewed like code"
+        return "the operator allowlist (and its table of index inputs) is reviewed like code"
     p = PurePosixPath(change.path)
     in_configs = len(p.parts) > 1 and p.parts[0] == DATA_DIR and ".." not in p.parts
     if not in_configs or p.suffix not in DATA_SUFFIXES or code_paths([change.path]):
