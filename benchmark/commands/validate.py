@@ -9,6 +9,7 @@ from pathlib import Path
 from benchmark import paths as project_paths
 from benchmark.commands._common import positive_int
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
+from benchmark.text import safe_line
 
 
 def default_config_dir() -> Path:
@@ -124,7 +125,7 @@ def cmd_validate(args) -> int:
     (cases, issues), resolver = _load(args, case_paths)
     problems = [str(i) for i in issues] + _gate_problems(gate_files)
     for problem in problems:
-        print(problem)
+        print(safe_line(problem))  # a file name may hold a newline or a CI command (issue 44)
     n_files = len({c.source for c in cases})
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
@@ -136,20 +137,22 @@ def cmd_validate(args) -> int:
         parts.append(f"{n_cases} case(s), {len(cases)} item(s) in {n_files} file(s){note}")
     if gate_files:
         parts.append(f"gate settings {', '.join(map(str, gate_files))}")
-    print("ok: " + "; ".join(parts))
+    print(safe_line("ok: " + "; ".join(parts)))
     return 0
 
 
 def cmd_list(args) -> int:
     (cases, issues), _ = _load(args)
     for issue in issues:
-        print(issue, file=sys.stderr)
+        print(safe_line(issue), file=sys.stderr)
     if issues:
         return 2
     for c in cases:
         if args.tag and args.tag not in c.tags:
             continue
-        print(f"{c.id:<64} {c.kind:<8} {c.config_hash}  tags={','.join(c.tags)}  {c.source}:{c.line}")
+        print(
+            safe_line(f"{c.id:<64} {c.kind:<8} {c.config_hash}  tags={','.join(c.tags)}  {c.source}:{c.line}")
+        )
     return 0
 
 
