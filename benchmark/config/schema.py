@@ -397,6 +397,28 @@ class CaseSpec(_Strict):
             check_plain(point)
         return v
 
+    @field_validator("tolerance", mode="before")
+    @classmethod
+    def _tolerance(cls, v: Any) -> Any:
+        """rtol and/or atol, each a finite non-negative number (`atol: .inf` would pass every check;
+        a misspelt key would leave the default in force), refused here rather than at run time."""
+        if v is None:
+            return v
+        if not isinstance(v, dict):
+            raise ValueError(f"expected a mapping with rtol and/or atol, got {v!r}")
+        unknown = sorted(str(k) for k in v if k not in ("rtol", "atol"))
+        if unknown:
+            raise ValueError(f"unknown key(s) {unknown}: expected rtol and/or atol")
+        for key, value in v.items():
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(f"{key}: expected a finite non-negative number, got {value!r}")
+        return v
+
     @field_validator("model")
     @classmethod
     def _model(cls, v: str | None) -> str | None:
