@@ -116,3 +116,40 @@ def test_no_run_goes_into_a_history_that_fails_quick_check(sqlite_url, machine, 
     with open_store(sqlite_url) as store, pytest.raises(StoreError, match="fails SQLite's quick_check"):
         store.begin_run(MachineDescription.of(machine), RunDescription.of({"started_at": time.time()}))
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # nothing written, nothing lost
+
+
+# --- the cost budget of a data-only pull request (validate --budget) ---------------------------
+
+
+def test_validate_refuses_cases_over_the_budget_naming_the_costliest(tmp_path):
+    """The issue's costly files: a `switch_case` of 6,000 branches (5 min 52 s on the GPU runner) and
+    a big float16 positive-definite input (300 s per case before the limit killed it)."""
+    branches = ",".join("[{op: paddle.abs,inputs: [x],out: r}]" for _ in range(6000))  # 228 KB
+    (tmp_path / "switch.yaml").write_text(
+        "cases:\n  - name: sw\n    kind: program\n    places: [gpu]\n    modes: [static]\n    tags: [smoke]\n"
+        "    feed: {x: {shape: [4]}, i: {shape: [1], dtype: int32, low: 0, high: 3}}\n"
+        f"    ops: [{{op: paddle.static.nn.switch_case, inputs: [i], branches: [{branches}], out: y}}]\n"
+        "    fetch: [y]\n"
+    )
+    (tmp_path / "pd.yaml").write_text(
+        "cases:\n  - name: pd\n    kind: op\n    op: paddle.linalg.cholesky\n    places: [gpu]\n    tags: [smoke]\n"
+        "    dtypes: [float16]\n    inputs: {x: {shape: [64, 2048, 2048], values: positive_definite}}\n"
+    )
+    for name, cost in (("switch.yaml", "722"), ("pd.yaml", "1110")):
+        proc = run("validate", "--no-resolve", name, "--budget", "600", "--budget-tag", "smoke", cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        (line,) = proc.stdout.splitlines()
+        assert line.startswith(
+            f"budget: the cases tagged 'smoke' would cost about {cost} s, over the budget of 600 s"
+        )
+        assert f"{name}:2)" in line  # the costliest case, with its file and line
+
+
+def test_the_shipped_smoke_subset_is_within_the_workflows_budget(tmp_path):
+    from benchmark.config import load_paths
+    from benchmark.config.cost import estimate
+
+    cases, issues = load_paths([Path(__file__).resolve().parents[1] / "configs"])
+    assert issues == []
+    total = sum(s for s, _ in estimate(cases, "smoke"))
+    assert 0 < total < 600 / 4  # the budget leaves room for what a pull request adds
