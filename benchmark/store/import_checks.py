@@ -231,13 +231,17 @@ def _our_case_problems(ours: Any) -> list[str]:
         if not isinstance(ours.get(key), str) or not ours[key]:
             problems.append(f".{key}: expected a non-empty string, got {kind_of(ours.get(key))}")
     # the other fields a stored result cannot be without (CaseResult's required ones), in one line
-    missing = [k for k in ("name", "kind", "config_hash") if not isinstance(ours.get(k), str) or not ours[k]]
-    missing += [] if isinstance(ours.get("config"), dict) else ["config"]
+    missing = [k for k in ("name", "kind", "config_hash", "config") if ours.get(k) is None]
     if missing:
         problems.append(
             f": missing {', '.join(missing)} (a result the harness wrote has them: name, kind and "
             "config_hash strings, config an object)"
         )
+    for key in ("name", "kind", "config_hash"):
+        if ours.get(key) is not None and not isinstance(ours[key], str):
+            problems.append(f".{key}: expected a string, got {kind_of(ours[key])}")
+    if ours.get("config") is not None and not isinstance(ours["config"], dict):
+        problems.append(f".config: expected an object, got {kind_of(ours['config'])}")
     for key in ("status", "message", "unit", "throughput_unit"):
         if ours.get(key) is not None and not isinstance(ours[key], str):
             problems.append(f".{key}: expected a string, got {kind_of(ours[key])}")
