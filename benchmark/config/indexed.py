@@ -32,7 +32,7 @@ INDEX_NAME_PARTS = frozenset(
 )  # fmt: skip
 
 
-_KINDS = frozenset({"index", "values", "plain", "never", "count", "below_attr", "rows_of"})
+_KINDS = frozenset({"index", "values", "plain", "never", "count", "below_attr", "rows_of", "attr_range"})
 
 
 class IndexTableError(Exception):
@@ -145,6 +145,20 @@ def check_call(
             continue
         what = rule.get("what", "an index")
         head = f"{param!r} of {name} is {what}"
+        if "attr_range" in rule:  # an integer attribute the kernel trusts: given, and within the range
+            value, (least, most) = attrs.get(param), rule["attr_range"]
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or value < least
+                or (most is not None and value > most)
+            ):
+                within = f"from {least}" + (f" to {most}" if most is not None else "")
+                problems.append(
+                    (f"attrs.{param}", f"{head}: expected an integer {within} in attrs (the kernel does not "
+                     f"check it: outside, or left at its default, it kills the worker), got {value!r}")
+                )  # fmt: skip
+            continue
         if attrs.get(param) is not None and "count" not in rule and "below_attr" not in rule:
             problems.append(
                 (f"attrs.{param}", f"{head}: a plain value is refused; give it as an input with "
