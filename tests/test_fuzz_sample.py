@@ -9,6 +9,8 @@ import copy
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 EVAL = Path(__file__).resolve().parents[1] / "eval" / "fuzz_index_inputs.py"
 _spec = importlib.util.spec_from_file_location("fuzz_index_inputs", EVAL)
 fuzz = importlib.util.module_from_spec(_spec)
@@ -37,6 +39,7 @@ def test_what_the_campaign_found_killing_a_worker_is_refused_by_validate(tmp_pat
     assert (passed, refused) == ([], 4)
 
 
+@pytest.mark.slow
 def test_a_fixed_sample_of_the_campaign_kills_and_hangs_no_worker(tmp_path):
     configs = fuzz.generate(seed=44, per_case=8)[::16]  # 20 of the 320, across the ops and layers
     cases, _ = fuzz.validated(configs, tmp_path, MAX_BYTES)

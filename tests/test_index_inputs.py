@@ -10,29 +10,26 @@ from __future__ import annotations
 
 import inspect
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from benchmark import allowlist, runners
+from benchmark import allowlist, cli, runners
 from benchmark.config import indexed, load_file
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import resolve_allowed
 
 
-def validate(path: Path) -> subprocess.CompletedProcess:
-    """`benchmark validate PATH` as a user runs it, in a process of its own."""
-    return subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "validate", path.name],
-        cwd=path.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def validate(path: Path, capsys, monkeypatch) -> tuple[int, str, str]:
+    """`benchmark validate PATH` as a user runs it (in this process: paddle is imported once for all
+    the attacks), from the file's directory: (exit status, stdout, stderr)."""
+    monkeypatch.chdir(path.parent)
+    capsys.readouterr()
+    code = cli.main(["validate", path.name])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def _op(name: str, op: str, inputs: dict, **fields) -> dict:
@@ -418,12 +415,12 @@ ATTACKS = {
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
-def test_each_attack_of_the_issue_is_one_line_and_exit_2(tmp_path, attack):
+def test_each_attack_of_the_issue_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, attack):
     case, field, message = ATTACKS[attack]
-    proc = validate(_write(tmp_path, case))
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1 and "1 problem(s) found" in proc.stderr, proc.stdout + proc.stderr
+    code, out, err = validate(_write(tmp_path, case), capsys, monkeypatch)
+    assert code == 2, out + err
+    lines = out.splitlines()
+    assert len(lines) == 1 and "1 problem(s) found" in err, out + err
     assert lines[0].startswith("c.yaml:") and f"case 'a': field '{field}': " in lines[0], lines[0]
     assert message in lines[0]
 
