@@ -72,3 +72,19 @@ def test_validate_prints_a_file_name_escaped(tmp_path):
     (line,) = proc.stdout.splitlines()
     assert line == "a\\n::error title=pwned::x.yaml:2: case 'a': field 'bogus': unknown field"
     assert not any(out.lstrip().startswith("::") for out in (proc.stdout + proc.stderr).splitlines())
+
+
+def test_the_suite_prints_a_file_name_escaped(tmp_path):
+    name = "a\n::error title=pwned::x.yaml"
+    (tmp_path / name).write_text(
+        "cases:\n  - {name: a, kind: op, op: paddle.abs, places: [cpu], inputs: {x: {shape: [2]}}, bogus: 1}\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmark/", "-q", "-p", "no:cacheprovider", "--bench-config", str(tmp_path)],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert f"{tmp_path}/a\\n::error title=pwned::x.yaml:2: case 'a': field 'bogus': unknown field" in output
+    assert not any(line.lstrip().startswith("::") for line in output.splitlines())
