@@ -84,10 +84,26 @@ def diff(base: str, head: str, cwd: Path | str | None = None) -> list[Change]:
     return parse_raw(out)
 
 
+def canonical_reason(path: str) -> str | None:
+    """None when `path` is a plain relative POSIX path as git writes it (what the data check, the
+    extraction and `validate` all see the same), else why not: a `.`, `..` or empty component, a
+    leading or trailing slash, a backslash, or a control or non-printable character."""
+    if not path or not path.isprintable() or any(c in path for c in "\\\x7f"):
+        return "a name with a backslash or a control or non-printable character"
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "a path with a '.', '..' or empty component (not canonical)"
+    return None
+
+
 def why_not_data(change: Change) -> str | None:
-    """None when `change` is case data, else the reason in a few words."""
+    """None when `change` is case data, else the reason in a few words. Only a canonical path can be
+    data (`canonical_reason`): the check and the extraction then name the same file."""
+    odd = canonical_reason(change.path)
+    if odd:
+        return f"{odd}: not case data"
     if change.path in REVIEWED_DATA:
-        return "the operator allowlist is reviewed like code"
+        return "the operator allowlist (and its table of index inputs) is reviewed like code"
     p = PurePosixPath(change.path)
     in_configs = len(p.parts) > 1 and p.parts[0] == DATA_DIR and ".." not in p.parts
     if not in_configs or p.suffix not in DATA_SUFFIXES or code_paths([change.path]):

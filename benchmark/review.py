@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 DATA_DIR = "configs"
 DATA_SUFFIXES = (".yaml", ".yml")
-REVIEWED_DATA = ("configs/allowlist.yaml", "configs/allowlist.yml")
+REVIEWED_DATA = ("configs/allowlist.yaml", "configs/allowlist.yml", "configs/index_inputs.yaml")
 
 
 def code_paths(paths: Iterable[str]) -> list[str]:

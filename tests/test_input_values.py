@@ -115,7 +115,7 @@ def test_the_ops_run_on_their_values(loaded):
         ({"x": {"shape": [1, 1, 8, 8]}, "b": {"shape": [3, 4], "values": {"boxes_in": "y"}}}, "'y' is not another input"),
         ({"x": {"shape": [1, 1, 8, 8]}, "b": {"shape": [3, 4], "values": {"boxes_in": "x", "side": [4, 9]}}}, "fit in the image"),
         ({"x": {"shape": [3, 4]}, "n": {"shape": [2], "values": {"sum_of": "x"}}}, "1-d integer"),
-        ({"x": {"shape": [3, 4], "values": {"boxes_in": "x", "sum_of": "x"}}}, "one of boxes_in or sum_of"),
+        ({"x": {"shape": [3, 4], "values": {"boxes_in": "x", "sum_of": "x"}}}, "one of boxes_in, sum_of"),
     ],
 )  # fmt: skip
 def test_bad_values_are_refused_with_their_field(tmp_path, inputs, expected):

@@ -183,14 +183,14 @@ def test_generic_resolution_renames_and_signature_binding():
         }
     )
     assert case["places"] == ["gpu"]
-    # index inputs get a value range inside the indexed dimension
+    # index inputs get the generator of the indexed dimension (configs/index_inputs.yaml)
     (case,), _ = one(
         {
             "op": "gather",
             "param_info": {"x": var("[6L, 9L]"), "index": var("[4L]", "int32"), "axis": attr("int", "1")},
         }
     )
-    assert case["inputs"]["index"] == {"shape": [4], "dtype": "int32", "low": 0, "high": 9}
+    assert case["inputs"]["index"] == {"shape": [4], "dtype": "int32", "index": {"of": "x", "dim": 1}}
     # a parameter the function does not take is reported, never passed
     with pytest.raises(NotConvertible, match="unexpected keyword argument 'eps'") as e:
         one({"op": "softmax", "param_info": {"x": var("[2L, 3L]"), "eps": attr("float", "1e-5")}})

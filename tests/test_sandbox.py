@@ -225,11 +225,12 @@ cases:
     places: [cpu]
     inputs: {x: {shape: [4], dtype: int64, low: 0, high: 3}}
     attrs: {num_classes: 1000000000}
-  - name: gather_out_of_range
+  - name: reshape_mismatch
     kind: op
-    op: paddle.gather
+    op: paddle.reshape
     places: [cpu]
-    inputs: {x: {shape: [4, 4]}, index: {shape: [2], dtype: int64, low: 6, high: 7}}
+    inputs: {x: {shape: [4, 4]}}
+    attrs: {shape: [7]}
   - name: after
     kind: op
     op: paddle.abs
@@ -246,8 +247,8 @@ def suite_on(tmp: Path, configs: Path, url: str, *extra: str) -> subprocess.Comp
 
 @pytest.mark.slow
 def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_path):
-    """A suite of a good case, two memory bombs (40 GB and 16 GB from plain attrs), an index out of
-    range and another good case, run on the history of an earlier run: each bomb is an error naming
+    """A suite of a good case, two memory bombs (40 GB and 16 GB from plain attrs), a reshape the op
+    refuses (an index out of range no longer validates: tests/test_index_inputs.py) and another good case, run on the history of an earlier run: each bomb is an error naming
     the worker's memory limit, the good cases are measured, and the earlier run is all there."""
     import json
     import sqlite3
@@ -270,7 +271,7 @@ def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_p
         "before": "ok",
         "zeros_bomb": "error",
         "onehot_bomb": "error",
-        "gather_out_of_range": "error",
+        "reshape_mismatch": "error",
         "after": "ok",
     }
     limit_gib = limits.worker_memory_limit(max_bytes) / 1024**3
@@ -280,7 +281,7 @@ def test_memory_bombs_end_as_errors_naming_the_limit_and_the_suite_goes_on(tmp_p
         assert message.startswith(
             f"worker memory limit: the case needed more than the {limit_gib:.1f} GiB a worker may hold"
         ), message
-    assert "index" in results["gather_out_of_range"]["message"].lower()
+    assert "shape" in results["reshape_mismatch"]["message"].lower()
     with sqlite3.connect(tmp_path / "history.sqlite") as db:
         runs = db.execute("select count(*) from run").fetchone()[0]
         rows = db.execute("select status, count(*) from result group by status").fetchall()

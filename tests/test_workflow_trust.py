@@ -8,7 +8,8 @@ have none, and each rule is shown to catch a hostile variant (so the checks can 
 - A privileged workflow (`pull_request_target`, `workflow_run`, `issue_comment`: the base branch's copy,
   with a token of the base repository) declares `permissions: {}` at the top, never checks out or runs
   the pull request's code, except in a job gated by the `run-gpu` label on the labelled event, which
-  checks out exactly the labelled SHA after a step that refuses a moved head.
+  checks out exactly the labelled SHA after a step that refuses a moved head and asks for an
+  approving review of exactly that SHA.
 - A self-hosted job of a privileged workflow runs on the ephemeral label, never the nightly's, with
   no secret and no write permission.
 - Every `uses:` is pinned to a 40-hex commit with the tag in a comment.
@@ -93,6 +94,13 @@ def problems(text: str) -> list[str]:
                         out.append(f"{where}: checks out {step['with']['ref']}, not the labelled SHA")
                     elif not any("head.sha !== process.env.HEAD_SHA" in str(s) for s in steps[:i]):
                         out.append(f"{where}: no step before the checkout refuses a moved head")
+                    elif not any(
+                        "'APPROVED' && r.commit_id === process.env.HEAD_SHA" in str(s) for s in steps[:i]
+                    ):
+                        # the label does not bind a commit (issue 44): an approving review of it does
+                        out.append(
+                            f"{where}: no step before the checkout asks for an approving review of the SHA"
+                        )
                     elif step["with"].get("persist-credentials") is not False:
                         out.append(f"{where}: the token stays in the checkout of pull-request code")
                 if RUNS_CODE.search(step.get("run", "")):
@@ -235,6 +243,16 @@ HOSTILE = {
         "      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1\n"
         "        with:\n          ref: ${{ github.event.pull_request.head.sha }}\n",
         "no step before the checkout refuses a moved head",
+    ),
+    "labelled checkout bound by the label alone (the label race)": (
+        "on: pull_request_target\npermissions: {}\njobs:\n  x:\n"
+        "    if: github.event.action == 'labeled' && github.event.label.name == 'run-gpu'\n"
+        "    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/github-script@ed597411d8f924073f98dfc5c65a23a2325f34cd # v8.0.0\n"
+        "        with:\n          script: if (data.head.sha !== process.env.HEAD_SHA) { core.setFailed('moved'); }\n"
+        "      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1\n"
+        "        with:\n          ref: ${{ github.event.pull_request.head.sha }}\n",
+        "no step before the checkout asks for an approving review of the SHA",
     ),
     "xargs checkout of pull-request files": (
         "on: workflow_run\npermissions: {}\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n"

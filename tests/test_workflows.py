@@ -348,7 +348,9 @@ def test_pr_gpu_smoke_runs_only_after_the_scope_job_and_without_secrets():
     extract = next(c for c in commands if c[:2] == ["benchmark", "pr-configs"])
     args = parse_benchmark(extract)
     assert (args.base, args.head) == ("$BASE_SHA", "$HEAD_SHA")
-    assert commands.index(extract) < commands.index(["benchmark", "validate", "configs/"])
+    # validated with the data-only budget (issue 44): the smoke subset's estimated cost
+    validate = ["benchmark", "validate", "configs/", "--budget", "600", "--budget-tag", "smoke"]
+    assert commands.index(extract) < commands.index(validate)
     handed = step_using(scope, "actions/upload-artifact@")
     assert handed["with"]["path"] == "${{ runner.temp }}/pr-configs/" and handed["if"] == take["if"]
     for name in ("gpu-smoke-data", "gpu-smoke-code"):
@@ -366,6 +368,8 @@ def test_pr_gpu_smoke_runs_only_after_the_scope_job_and_without_secrets():
     data = workflow["jobs"]["gpu-smoke-data"]
     got = step_using(data, "actions/download-artifact@")
     assert got["with"]["name"] == handed["with"]["name"]
+    # one data-only pull request on the GPU runners at a time, across all of them
+    assert data["concurrency"] == {"group": "pr-gpu-data-only", "cancel-in-progress": False}
 
 
 def test_cla_check_points_at_the_cla_and_a_signatures_branch():

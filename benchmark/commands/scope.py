@@ -8,6 +8,7 @@ from pathlib import Path
 
 from benchmark.commands._common import fail
 from benchmark.pr_changes import MAX_FILE_BYTES, MAX_FILES, ChangeError, diff, extract, path_reasons, scope
+from benchmark.text import safe_line
 
 
 def cmd_pr_scope(args) -> int:
@@ -17,7 +18,7 @@ def cmd_pr_scope(args) -> int:
         return fail("pr-scope", str(exc))
     print("code" if refused else "data")
     for path, reason in refused:
-        print(f"not case data: {path!r}: {reason}", file=sys.stderr)
+        print(safe_line(f"not case data: {path!r}: {reason}"), file=sys.stderr)
     return 0
 
 
@@ -32,7 +33,7 @@ def cmd_pr_configs(args) -> int:
     except ChangeError as exc:
         return fail("pr-configs", str(exc))
     for path in written:
-        print(f"{path!r}")
+        print(safe_line(repr(path)))
     print(f"{len(written)} case file(s) written under {args.out}", file=sys.stderr)
     return 0
 
@@ -42,7 +43,9 @@ def register(sub) -> None:
         "pr-scope",
         help="say whether a change is data only (case configs) or changes code",
         description="Print 'data' when every changed path is a regular YAML case file under configs/ "
-        "(not the operator allowlist, not gates.yaml, not a symlink), else 'code' (the other paths go to "
+        "(not the operator allowlist or its table of index inputs, not gates.yaml, not a symlink, and a "
+        "canonical path: no '.', '..' or empty component, no backslash or control character), else 'code' "
+        "(the other paths go to "
         "stderr with the reason). The trusted GPU workflow runs a code change on the GPU runner only after "
         "a maintainer's label. Exit 0, or 2 when git fails.",
     )

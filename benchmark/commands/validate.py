@@ -8,7 +8,9 @@ from pathlib import Path
 
 from benchmark import paths as project_paths
 from benchmark.commands._common import positive_int
+from benchmark.config.cost import estimate
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
+from benchmark.text import safe_line
 
 
 def default_config_dir() -> Path:
@@ -125,11 +127,17 @@ def cmd_validate(args) -> int:
     (cases, issues), resolver = _load(args, case_paths)
     problems = [str(i) for i in issues] + _gate_problems(gate_files)
     for problem in problems:
-        print(problem)
+        print(safe_line(problem))  # a file name may hold a newline or a CI command (issue 44)
     n_files = len({c.source for c in cases})
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
         return 2
+    if args.budget is not None:
+        over = _over_budget(cases, args.budget, args.budget_tag)
+        if over:
+            print(safe_line(over))
+            print("1 problem(s) found", file=sys.stderr)
+            return 2
     parts = []
     if case_paths:
         note = "" if resolver() else " (names checked against the allowlist only: paddle not resolved here)"
@@ -137,20 +145,36 @@ def cmd_validate(args) -> int:
         parts.append(f"{n_cases} case(s), {len(cases)} item(s) in {n_files} file(s){note}")
     if gate_files:
         parts.append(f"gate settings {', '.join(map(str, gate_files))}")
-    print("ok: " + "; ".join(parts))
+    print(safe_line("ok: " + "; ".join(parts)))
     return 0
+
+
+def _over_budget(cases, budget: float, tag: str | None) -> str | None:
+    """One line when the estimated cost of `cases` (those tagged `tag`) is over `budget` seconds."""
+    rows = estimate(cases, tag)
+    total = sum(s for s, _ in rows)
+    if total <= budget:
+        return None
+    worst = ", ".join(f"{c.id} ({s:.0f} s, {c.source}:{c.line})" for s, c in rows[:3])
+    what = f"the cases tagged {tag!r}" if tag else "the cases"
+    return (
+        f"budget: {what} would cost about {total:.0f} s, over the budget of {budget:g} s "
+        f'(docs/sandbox.md, "Cost"; the costliest: {worst})'
+    )
 
 
 def cmd_list(args) -> int:
     (cases, issues), _ = _load(args)
     for issue in issues:
-        print(issue, file=sys.stderr)
+        print(safe_line(issue), file=sys.stderr)
     if issues:
         return 2
     for c in cases:
         if args.tag and args.tag not in c.tags:
             continue
-        print(f"{c.id:<64} {c.kind:<8} {c.config_hash}  tags={','.join(c.tags)}  {c.source}:{c.line}")
+        print(
+            safe_line(f"{c.id:<64} {c.kind:<8} {c.config_hash}  tags={','.join(c.tags)}  {c.source}:{c.line}")
+        )
     return 0
 
 
@@ -163,6 +187,21 @@ def register(sub) -> None:
         "Exit 0 when every file is valid, 2 otherwise.",
     )
     _common(p)
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="refuse (exit 2, one line) when running the cases would cost more than about SECONDS: a "
+        "generous estimate per case, place and mode from its measure settings (--bench-quick's, with its "
+        'own on top), processes, input generation and program steps (docs/sandbox.md, "Cost")',
+    )
+    p.add_argument(
+        "--budget-tag",
+        default=None,
+        metavar="TAG",
+        help="with --budget: count only the cases carrying TAG (e.g. smoke, what the GPU job runs)",
+    )
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser(
         "list",

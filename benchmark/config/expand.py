@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchmark import layers
+from benchmark.config import indexed
 from benchmark.config.schema import DTYPES, MAX_LIST_TENSORS, VAR_RE, TensorSpec, check_dtype
 from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
 from benchmark.model import Case, Spec, Tensor
@@ -301,14 +302,25 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
                 problems.append((f"{fld}.low", f"expected low < high, got {spec['low']} and {spec['high']}"))
     if problems:
         return problems
-    problems = _resolve_indices(cfg)
+    written = copy.deepcopy(cfg)  # the generators as the config wrote them, for the table's check
+    problems = _resolve_indices(cfg) or _check_index_inputs(written)
     if problems:
         return problems
+    out_bytes = _value_sized_output(written)
     tensors = {n: Tensor.model_validate(t) for g in ("inputs", "feed") for n, t in (cfg.get(g) or {}).items()}
     need = tensor_bytes(tensors)
     if cfg.get("backward"):
         need *= 3  # inputs, output gradients and input gradients
-    if need > max_bytes:
+    if out_bytes and need + out_bytes > max_bytes:
+        problems.append(
+            (
+                "inputs",
+                f"the output's size depends on the values: at most about {out_bytes / 1024**3:.1f} GiB, with the "
+                f"inputs more than the {max_bytes / 1024**3:.1f} GiB allowed on this machine (--max-bytes / "
+                "--bench-max-bytes; refused before allocating)",
+            )
+        )
+    elif need > max_bytes:
         problems.append(
             (
                 "inputs" if cfg.get("inputs") else "feed",
@@ -317,6 +329,50 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
             )
         )
     return problems
+
+
+def _check_index_inputs(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every index-carrying input of the case's op or layer (and of each program step) comes from the
+    generator `configs/index_inputs.yaml` names for it (`benchmark.config.indexed`)."""
+    if cfg.get("kind") in ("op", "layer"):
+        rules, name = indexed.rules_for(cfg)
+        if not rules:
+            return []
+        inputs = cfg.get("inputs") or {}
+        given = {n: n for n in _op_arguments(cfg)}
+        return indexed.check_call(
+            name, rules, given, inputs, cfg.get("attrs") or {}, cfg.get("args") or {}, "inputs"
+        )
+    problems: list[tuple[str, str]] = []
+    if cfg.get("kind") == "program":
+        feed = cfg.get("feed") or {}
+        for i, top in enumerate(cfg.get("ops") or []):
+            for where, step in _program_steps(top, ("ops", i)):
+                rules = indexed.rules_of(step["op"])
+                if not rules or step.get("branches") is not None:
+                    continue
+                if isinstance(step["inputs"], list):
+                    if any(r for r in rules.values() if "plain" not in r):
+                        problems.append(
+                            (".".join(map(str, (*where, "inputs"))),
+                             f"{step['op']} takes index inputs: name them (inputs: {{parameter: feed}}) so each "
+                             "can be checked against its generator")
+                        )  # fmt: skip
+                    continue
+                given = {param: var for param, var in step["inputs"].items() if var in feed}
+                given.update({p: f"<step output {v}>" for p, v in step["inputs"].items() if v not in feed})
+                problems += indexed.check_call(
+                    step["op"], rules, given, feed, step.get("attrs") or {}, {}, "feed"
+                )
+    return problems
+
+
+def _value_sized_output(cfg: dict[str, Any]) -> int:
+    """Bytes of an op's output whose size its input values set (repeat_interleave, bincount)."""
+    if cfg.get("kind") != "op":
+        return 0
+    rules, name = indexed.rules_for(cfg)
+    return indexed.output_bytes(name or "", rules, cfg.get("inputs") or {}, cfg.get("attrs") or {})
 
 
 def _resolve_indices(cfg: dict[str, Any]) -> list[tuple[str, str]]:
@@ -331,12 +387,22 @@ def _resolve_indices(cfg: dict[str, Any]) -> list[tuple[str, str]]:
                 continue
             fld = f"{group}.{iname}.index"
             of, dim = index.get("of"), index.get("dim")
+            low, inclusive = int(index.get("low") or 0), bool(index.get("inclusive"))
             target = tensors.get(of)
-            if target is None or target is spec:
+            if dim == "count" and of in (cfg.get("lists") or {}):
+                spec["low"], spec["high"] = float(low), float(len(cfg["lists"][of]) + inclusive)
+                if not spec["low"] < spec["high"]:
+                    problems.append(
+                        (f"{fld}.low", f"{low} is not below the {len(cfg['lists'][of])} tensors of {of!r}")
+                    )
+                continue
+            if target is None or target is spec or dim == "count":
                 others = ", ".join(n for n in tensors if n != iname) or "none"
                 problems.append((f"{fld}.of", f"{of!r} is not another input of this case (inputs: {others})"))
                 continue
             shape = target["shape"]
+            if dim == "min":
+                dim = min(range(len(shape)), key=lambda d: shape[d])
             if not isinstance(dim, int) or isinstance(dim, bool) or not -len(shape) <= dim < len(shape):
                 problems.append(
                     (
@@ -353,7 +419,13 @@ def _resolve_indices(cfg: dict[str, Any]) -> list[tuple[str, str]]:
                     )
                 )
                 continue
-            spec["low"], spec["high"] = 0, shape[dim]
+            if not low < shape[dim] + inclusive:
+                problems.append(
+                    (f"{fld}.low", f"{low} is not below the size {shape[dim]} of dimension {dim} of {of!r}")
+                )
+                continue
+            # floats, as a plain range is stored: an index input hashes as the range it resolves to
+            spec["low"], spec["high"] = float(low), float(shape[dim] + inclusive)
     return problems or _resolve_values(cfg)
 
 
@@ -377,11 +449,16 @@ def _resolve_values(cfg: dict[str, Any]) -> list[tuple[str, str]]:
                 continue
             if not isinstance(values, dict):
                 continue  # sorted
-            of = values.get("boxes_in") or values.get("sum_of")
+            kind = next(
+                k for k in ("boxes_in", "sum_of", "unpool_of", "nodes_of", "colptr_of") if values.get(k)
+            )
+            of = values[kind]
             target = tensors.get(of)
             if target is None or target is spec:
                 others = ", ".join(n for n in tensors if n != iname) or "none"
                 problems.append((fld, f"{of!r} is not another input of this case (inputs: {others})"))
+            elif kind in ("unpool_of", "nodes_of", "colptr_of"):
+                problems += _resolve_graph_values(cfg, spec, fld, kind, target)
             elif values.get("boxes_in") is not None:
                 if len(target["shape"]) != 4 or shape[-1:] != [4] or len(shape) != 2:
                     problems.append(
@@ -404,6 +481,74 @@ def _resolve_values(cfg: dict[str, Any]) -> list[tuple[str, str]]:
                 else:
                     spec["values"] = {"sum_to": target["shape"][0]}
     return problems
+
+
+def _resolve_graph_values(cfg, spec, fld, kind, target) -> list[tuple[str, str]]:
+    """unpool_of: positions in the output of unpooling `target` (a plain range [0, that output's
+    spatial size)); nodes_of: node ids of the CSC graph whose column pointers `target` holds ([0,
+    len - 1)); colptr_of: column pointers of the CSC graph whose rows `target` holds (generated:
+    ascending from 0 to its length)."""
+    shape, tshape, dtype = spec["shape"], target["shape"], str(spec.get("dtype"))
+    if not dtype.startswith("int"):
+        return [(fld, f"{kind}: expected an integer input, got {dtype}")]
+    if kind == "unpool_of":
+        size = _unpool_size(tshape, cfg.get("attrs") or {})
+        if isinstance(size, str):
+            return [(fld, size)]
+        if list(shape) != list(tshape):
+            return [(fld, f"unpool_of: expected the shape of the pooled input {tshape}, got {shape}")]
+        spec.pop("values")
+        spec["low"], spec["high"] = 0.0, float(size)
+        return []
+    if len(shape) != 1 or len(tshape) != 1:
+        return [(fld, f"{kind}: expected 1-d inputs, got {shape} and {tshape}")]
+    if kind == "nodes_of":
+        if tshape[0] < 2:
+            return [(fld, f"nodes_of: column pointers of {tshape[0]} entries hold no node")]
+        spec.pop("values")
+        spec["low"], spec["high"] = 0.0, float(tshape[0] - 1)
+        return []
+    if shape[0] < 2:
+        return [(fld, f"colptr_of: column pointers need at least 2 entries, got {shape}")]
+    spec["values"] = {"colptr_to": tshape[0]}
+    return []
+
+
+def _unpool_size(pooled: list[int], attrs: dict[str, Any]) -> int | str:
+    """The spatial size of max_unpool{1,2,3}d's output for a pooled NC... input (its formula:
+    (in - 1) * stride - 2 * padding + kernel_size, or output_size), or why it cannot be known."""
+    nd = len(pooled) - 2
+    if nd not in (1, 2, 3):
+        return f"unpool_of: expected an N, C, spatial input of 3 to 5 dimensions, got {pooled}"
+    if attrs.get("data_format") not in (None, "NCL", "NCHW", "NCDHW"):
+        return f"unpool_of: expected channels first, got data_format {attrs.get('data_format')!r}"
+
+    def per_dim(v: Any, default: Any) -> list[int] | None:
+        v = default if v is None else v
+        v = [v] * nd if isinstance(v, int) and not isinstance(v, bool) else v
+        ok = (
+            isinstance(v, list)
+            and len(v) == nd
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+        )
+        return v if ok else None
+
+    kernel = per_dim(attrs.get("kernel_size"), None)
+    stride = per_dim(attrs.get("stride"), kernel)
+    padding = per_dim(attrs.get("padding"), 0)
+    if kernel is None or stride is None or padding is None:
+        return (
+            "unpool_of: expected integer kernel_size (and stride, padding) attrs, one per spatial dimension"
+        )
+    out = [(n - 1) * s - 2 * p + k for n, s, p, k in zip(pooled[2:], stride, padding, kernel, strict=True)]
+    if attrs.get("output_size") is not None:
+        given = per_dim(attrs["output_size"][-nd:] if isinstance(attrs["output_size"], list) else None, None)
+        if given is None:
+            return "unpool_of: expected output_size as a list of integers"
+        out = given
+    if min(out) <= 0:
+        return f"unpool_of: the unpooled output {out} is empty"
+    return math.prod(out)
 
 
 def list_part(name: str, i: int) -> str:

@@ -44,7 +44,7 @@ MAX_DEVICES = 64  # data parallel ranks of one model case
 MAX_STRING = 256  # characters of a string value in attrs, args or a grid
 MAX_VALUES = 10_000  # scalars inside one attrs, args or grid value
 # Files under a config directory that hold settings, not cases.
-NOT_CASE_FILES = ("gates.yaml", "gates.yml", "allowlist.yaml", "allowlist.yml")
+NOT_CASE_FILES = ("gates.yaml", "gates.yml", "allowlist.yaml", "allowlist.yml", "index_inputs.yaml")
 
 
 class ConfigError(Exception):
@@ -78,11 +78,16 @@ class _Strict(BaseModel):
 
 
 class IndexSpec(_Strict):
-    """An index input: integers in [0, size of dimension `dim` of input `of`), whatever the grid
-    makes that size (resolved after expansion into the input's `low` and `high`)."""
+    """An index input: integers in [low, size of dimension `dim` of input `of`), whatever the grid
+    makes that size (resolved after expansion into the input's `low` and `high`); `inclusive` takes
+    the size itself too (a length or a count up to it). `dim` may be `min` (the smallest dimension:
+    coordinates into every dimension, gather_nd) or, for a tensor-list input, `count` (how many
+    tensors it holds: multiplex)."""
 
     of: str
     dim: int | str = 0
+    low: int = Field(default=0, ge=0)
+    inclusive: bool = False
 
     @field_validator("of")
     @classmethod
@@ -94,25 +99,36 @@ class IndexSpec(_Strict):
     @field_validator("dim")
     @classmethod
     def _dim(cls, v: int | str) -> int | str:
-        if isinstance(v, str) and not VAR_RE.fullmatch(v):
-            raise ValueError(f"expected an integer dimension (or a $grid reference), got {v!r}")
+        if isinstance(v, str) and not VAR_RE.fullmatch(v) and v not in ("min", "count"):
+            raise ValueError(f"expected an integer dimension, min, count or a $grid reference, got {v!r}")
         return v
 
 
 class ValuesOf(_Strict):
-    """Values drawn from another input's shape: boxes inside its image, or counts adding up to its
-    first dimension (exactly one of the two)."""
+    """Values drawn from another input's shape (exactly one of): boxes inside its image, counts adding
+    up to its first dimension, positions in the output of unpooling it (max_unpool*'s indices),
+    node ids of the CSC graph whose column pointers it is, or the column pointers of the CSC graph
+    whose rows it holds."""
 
     boxes_in: str | None = None
     sum_of: str | None = None
+    unpool_of: str | None = None
+    nodes_of: str | None = None
+    colptr_of: str | None = None
     # with boxes_in: the range of the boxes' sides in pixels (default: 1 to half the image)
     side: list[float] | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ValuesOf:
-        names = [n for n in (self.boxes_in, self.sum_of) if n is not None]
+        names = [
+            n
+            for n in (self.boxes_in, self.sum_of, self.unpool_of, self.nodes_of, self.colptr_of)
+            if n is not None
+        ]
         if len(names) != 1:
-            raise ValueError("expected one of boxes_in or sum_of, naming another input")
+            raise ValueError(
+                "expected one of boxes_in, sum_of, unpool_of, nodes_of or colptr_of, naming another input"
+            )
         if not KEY_RE.fullmatch(names[0]):
             raise ValueError(f"{names[0]!r}: expected the name of another input of this case")
         if self.side is not None and (
@@ -383,6 +399,28 @@ class CaseSpec(_Strict):
         points = v if isinstance(v, list) else [v]
         for point in points:
             check_plain(point)
+        return v
+
+    @field_validator("tolerance", mode="before")
+    @classmethod
+    def _tolerance(cls, v: Any) -> Any:
+        """rtol and/or atol, each a finite non-negative number (`atol: .inf` would pass every check;
+        a misspelt key would leave the default in force), refused here rather than at run time."""
+        if v is None:
+            return v
+        if not isinstance(v, dict):
+            raise ValueError(f"expected a mapping with rtol and/or atol, got {v!r}")
+        unknown = sorted(str(k) for k in v if k not in ("rtol", "atol"))
+        if unknown:
+            raise ValueError(f"unknown key(s) {unknown}: expected rtol and/or atol")
+        for key, value in v.items():
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(f"{key}: expected a finite non-negative number, got {value!r}")
         return v
 
     @field_validator("model")

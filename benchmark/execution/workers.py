@@ -21,14 +21,17 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import psutil
 
+from benchmark.execution.confine import worker_env
 from benchmark.execution.replies import ChecksRecord, CountRecord, TrialRecord
 from benchmark.model import Case
 
@@ -40,6 +43,9 @@ def gpu_limit_env(memory_limit: int) -> dict[str, str]:
     """The environment that caps what paddle's allocator takes from each GPU (read at import;
     without effect on a CPU-only build)."""
     return {"FLAGS_gpu_memory_limit_mb": str(max(1, int(memory_limit) // 1024**2))}
+
+
+CONFINE_ENV = "BENCHMARK_CONFINE"  # "0": the suite's workers do not confine themselves (docs/sandbox.md)
 
 
 class Worker:
@@ -58,6 +64,8 @@ class Worker:
         finalize_env: Callable[[list[str]], dict[str, str]] | None = None,
         memory_limit: int | None = None,
         core: int | None = None,
+        confine: bool | None = None,
+        writable: Sequence[str] = (),
     ):
         """`entry`: what the interpreter runs (default `-m benchmark.runners.worker`; a script that
         wraps `benchmark.runners.worker.main` works too, e.g. to inject work in a measurement test).
@@ -70,7 +78,26 @@ class Worker:
         CUDA places, what each GPU gives it (FLAGS_gpu_memory_limit_mb); None: no limit (the
         instruction-count worker, whose valgrind reserves its own address space).
         `core`: the one core the worker runs on, set by the worker on itself before the framework
-        import, so that every thread it starts inherits it; None: the system places it."""
+        import, so that every thread it starts inherits it; None: the system places it.
+        `confine`: the worker confines itself after the framework import (Landlock and seccomp,
+        `benchmark.execution.confine`: no exec, no new process, no network socket, writes only in a
+        scratch directory made for it here and in `writable`, reads only what the framework needs)
+        and starts without the environment's secrets; None: every worker under a memory limit (the
+        suite's timing and checks workers) unless $BENCHMARK_CONFINE is 0."""
+        if confine is None:
+            confine = memory_limit is not None and os.environ.get(CONFINE_ENV, "1") != "0"
+        self.scratch: str | None = None
+        if confine:
+            self.scratch = tempfile.mkdtemp(prefix="bench-worker-")
+            for w in writable:  # a rule needs the directory to exist when the worker confines itself
+                os.makedirs(w, exist_ok=True)
+            args = [
+                *args,
+                "--confine",
+                self.scratch,
+                *(a for w in writable for a in ("--confine-write", str(w))),
+            ]
+            env = {**worker_env(os.environ if env is None else env), "TMPDIR": self.scratch}
         if core is not None:
             args = [*args, "--cpu-core", str(int(core))]
         if memory_limit is not None:
@@ -228,3 +255,5 @@ class Worker:
                 self.proc.wait()
         if not self._records.closed:
             self._records.close()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)

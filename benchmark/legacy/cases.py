@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmark import allowlist
+from benchmark.config import indexed
 from benchmark.legacy import ops as T
 from benchmark.legacy.values import (
     NotConvertible,
@@ -281,6 +282,29 @@ def _ref_value(ref: Any, inputs, attrs, sigs) -> float | int:
     return shape[dim] // div + offset
 
 
+def _index_generator(api, name, high, low, attrs, sigs) -> dict[str, Any] | None:
+    """`index: {of, dim, low, inclusive}` for a range `[low, <input>.<dim>(+1))` of an input the table
+    of index inputs wants generated (`benchmark.config.indexed`); None for any other range."""
+    rule = indexed.rules_of(str(api or "")).get(name, {})
+    m = _REF.match(str(high))
+    if "index" not in rule or not m or not m["input"] or m["div"] or m["offset"] not in (None, "+1"):
+        return None
+    if not isinstance(low, int) or isinstance(low, bool) or low < 0:
+        return None
+    dim: Any = m["dim"]
+    if re.match(r"^-?\d+$", dim):
+        dim = int(dim)
+    elif dim not in ("min", "count"):
+        dim = attrs.get(dim, _attr_default(sigs, dim, 0))
+        dim = dim if isinstance(dim, int) and not isinstance(dim, bool) else 0
+    out: dict[str, Any] = {"of": m["input"], "dim": dim}
+    if low:
+        out["low"] = low
+    if m["offset"]:
+        out["inclusive"] = True
+    return out
+
+
 def _rename(entry, inputs, attrs) -> None:
     for old, new in (entry.get("rename") or {}).items():
         for group in (inputs, attrs):
@@ -288,7 +312,7 @@ def _rename(entry, inputs, attrs) -> None:
                 group[new] = group.pop(old)
 
 
-def _apply_table(entry, inputs, attrs, notes, sigs) -> None:
+def _apply_table(entry, inputs, attrs, notes, sigs, apis=()) -> None:
     """drop, set, shape_attrs, extra_inputs, ranges (in that order; after renames and shape rules)."""
     for name, why in {**T.GLOBAL_DROP, **(entry.get("drop") or {})}.items():
         for group in (inputs, attrs):
@@ -331,6 +355,12 @@ def _apply_table(entry, inputs, attrs, notes, sigs) -> None:
         if not high > low:
             raise NotConvertible(f"input {name!r}: empty value range [{low}, {high})", T.SHAPE)
         inputs[name]["low"], inputs[name]["high"] = low, high
+        generator = next(
+            (g for api in apis if (g := _index_generator(api, name, spec["high"], low, attrs, sigs))), None
+        )
+        if generator:  # an index-carrying input (configs/index_inputs.yaml): the same range, generated
+            del inputs[name]["low"], inputs[name]["high"]
+            inputs[name]["index"] = generator
     for name, values in (entry.get("values") or {}).items():
         if name not in inputs:
             raise NotConvertible(f"input {name!r} is missing", T.PARAM)
@@ -392,7 +422,7 @@ def op_cases(
                 except ValueError as e:
                     raise NotConvertible(f"legacy op {op!r}: {e}", T.UNKNOWN_OP) from None
             sigs = [_signature(fn) for _, _, fn in apis]
-    _apply_table(entry, inputs, attrs, notes, sigs)
+    _apply_table(entry, inputs, attrs, notes, sigs, [api for _, api, _ in apis])
     unset = sorted(n for n, v in attrs.items() if v is None)
     for name in unset:
         attrs.pop(name)

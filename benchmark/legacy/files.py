@@ -17,6 +17,21 @@ from benchmark import legacy, runners
 from benchmark.config import load_paths
 from benchmark.limits import DEFAULT_MAX_CASES
 
+MAX_LEGACY_DEPTH = 32  # a legacy config is a list of flat configs, their param_info two levels down
+
+
+def _depth_over(value: object, limit: int) -> bool:
+    """True when lists and objects nest more than `limit` deep in `value` (walked without recursion,
+    so that the converter's own recursion never meets a deeper one)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
 
 def read_legacy_file(path: Path) -> object:
     """The parsed JSON of one legacy file; ValueError naming the file when it cannot be read or
@@ -27,6 +42,10 @@ def read_legacy_file(path: Path) -> object:
         raise ValueError(f"{path}: cannot read: {e}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested deeper than the JSON parser goes: not a legacy config") from None
+    if _depth_over(data, MAX_LEGACY_DEPTH):
+        raise ValueError(f"{path}: nested more than {MAX_LEGACY_DEPTH} deep: not a legacy config")
     if not isinstance(data, (list, dict)):
         raise ValueError(f"{path}: expected a JSON list of legacy configs, got {type(data).__name__}")
     return data

@@ -315,7 +315,12 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
                 if worker is None or not worker.alive():
                     if worker is not None:
                         worker.close()
-                    worker = Worker(stderr=log, memory_limit=worker_memory_limit(bench))
+                    traces = bench.config.getoption("bench_trace_dir")  # a confined worker writes them
+                    worker = Worker(
+                        stderr=log,
+                        memory_limit=worker_memory_limit(bench),
+                        writable=[traces] if traces else [],
+                    )
                 settings = bench.settings.override(state.case.measure)
                 params = {
                     "settings": measure.asdict(settings),

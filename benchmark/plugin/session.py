@@ -40,6 +40,7 @@ from benchmark.results import json_safe, timing_problem
 from benchmark.store import StoreError, open_store
 from benchmark.store.core import HEARTBEAT_PERIOD_S
 from benchmark.telemetry.devices import warn_once
+from benchmark.text import safe_line
 
 if TYPE_CHECKING:
     from benchmark.instructions.counting_pass import InstructionPass
@@ -136,7 +137,7 @@ class BenchSession:
             max_cases=opt("bench_max_cases"),
         )
         if issues:
-            lines = "\n".join(str(i) for i in issues)
+            lines = "\n".join(safe_line(i) for i in issues)  # a file name may hold a newline or "::"
             raise pytest.UsageError(f"invalid benchmark config ({len(issues)} problem(s)):\n{lines}")
         selected = select_cases(
             cases, csv(opt("bench_place")), csv(opt("bench_tags")), csv(opt("bench_modes"))

@@ -189,6 +189,10 @@ def shaped_values(spec: Tensor, a: np.ndarray, rng: np.random.Generator) -> np.n
         parts = len(a)
         base, extra = divmod(int(values["sum_to"]), parts)
         return np.array([base + (i < extra) for i in range(parts)], dtype=a.dtype)
+    if isinstance(values, dict) and "colptr_to" in values:  # CSC column pointers: 0, ascending, edges
+        edges, n = int(values["colptr_to"]), len(a)
+        inner = np.sort(rng.integers(0, edges + 1, size=n - 2))
+        return np.concatenate([[0], inner, [edges]]).astype(a.dtype)
     return a
 
 

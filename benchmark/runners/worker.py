@@ -22,6 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from benchmark.execution.cores import pin_process
@@ -194,6 +195,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run this process, and every thread it starts, on this core (set before the framework import)",
     )
     p.add_argument(
+        "--confine",
+        default=None,
+        metavar="SCRATCH",
+        help="after the framework import, confine this process (Landlock, seccomp): no exec, no new "
+        "process, no network socket, writes only in SCRATCH (and --confine-write), reads only what the "
+        "framework needs; one line says what held",
+    )
+    p.add_argument(
+        "--confine-write",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --confine: another directory this process may write in (e.g. the profile traces')",
+    )
+    p.add_argument(
         "--fork-per-request",
         action="store_true",
         help="serve each request in a child forked from this process after the framework import",
@@ -224,14 +240,36 @@ def memory_limit_message(limit: int, error: BaseException) -> str:
     )
 
 
+# Tests only (tests/test_confine.py): a Python file a confined worker runs right after confining
+# itself, as hostile code in a corrupted worker would; its outcome goes into the ready record.
+TEST_HOOK_ENV = "BENCHMARK_WORKER_TEST_HOOK"
+
+
+def _run_test_hook(source: str, path: str) -> str:
+    try:
+        exec(compile(source, path, "exec"), {"__name__": "__hook__"})  # noqa: S102 - tests only
+    except BaseException as e:  # noqa: BLE001 - the hook's outcome is the record
+        return f"{type(e).__name__}: {e}".splitlines()[0][:300]
+    return "ok"
+
+
 def serve(options: argparse.Namespace, requests, emit: Callable[[dict[str, Any]], None]) -> None:
     from benchmark import runners
 
     ok, reason = runners.framework_available()  # the framework import, once
+    ready: dict[str, Any] = {}
+    if options.confine:  # after the import, before the first case is prepared
+        from benchmark.execution.confine import confine
+
+        hook = os.environ.get(TEST_HOOK_ENV)
+        source = Path(hook).read_text(encoding="utf-8") if hook else None  # read while it still may
+        ready["confined"] = confine(options.confine, options.confine_write)
+        if source is not None:
+            ready["hook"] = _run_test_hook(source, hook)
     # Nothing timed in this line: a forked child starts from the heap its JSON left, and the
     # varying number of digits of a CPU time (a float's repr) moved a 16x16 abs's instruction count
     # by 0.37% between workers. The parent reads the startup CPU time itself (Worker.ready["cpu_s"]).
-    emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason})
+    emit({"ready": True, "pid": os.getpid(), "framework": ok, "reason": reason, **ready})
     if options.fork_per_request:
         serve_forked(options, requests, emit, (ok, reason))
         return

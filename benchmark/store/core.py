@@ -39,7 +39,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from benchmark.environment import MachineDescription, RunDescription, volatile_environment
 from benchmark.model import CaseResult
-from benchmark.store.engine import StoreError, checkpoint, error_reason, writer
+from benchmark.store.engine import StoreError, checkpoint, error_reason, sqlite_damage, writer
 from benchmark.store.models import (
     ACKNOWLEDGEMENT,
     CASE,
@@ -200,6 +200,7 @@ class Store(StoreReads):
         (`MachineDescription.of(collect_machine())`, `RunDescription.of(collect_run())`).
         """
         values = _run_values(machine, run)
+        self._refuse_damaged()
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, machine)
@@ -208,6 +209,15 @@ class Store(StoreReads):
             return int(run_id)
 
         return self._transact(work)
+
+    def _refuse_damaged(self) -> None:
+        """No new run goes into a SQLite history that fails `PRAGMA quick_check` (StoreError)."""
+        damage = sqlite_damage(self.engine)
+        if damage:
+            raise StoreError(
+                f"{self.display_url} fails SQLite's quick_check ({damage}): no run is written into a damaged "
+                "history; restore it from a backup (`benchmark db backup` copies a sound one)"
+            )
 
     def add_result(self, run_id: int, result: CaseResult) -> int:
         """Store one result and commit; returns its row id."""
@@ -239,6 +249,8 @@ class Store(StoreReads):
         so memory stays bounded however many results there are. Returns the run id.
         """
         values = _run_values(machine, run)
+        self._refuse_damaged()
+        self._refuse_damaged()
 
         def work(conn: Connection) -> int:
             machine_id = self._machine_id(conn, machine)

@@ -250,6 +250,19 @@ def checkpoint(engine: Engine) -> tuple[int, int, int] | None:
         raw.close()
 
 
+def sqlite_damage(engine: Engine) -> str | None:
+    """None when the engine is not a SQLite file or its file passes `PRAGMA quick_check`; else what
+    the check found, in one line (issue 44: a page-corrupted history must get no new run)."""
+    if engine.dialect.name != "sqlite" or sqlite_path(engine.url) is None:
+        return None
+    try:
+        with engine.connect() as conn:
+            rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check").fetchall()]
+    except sa.exc.DBAPIError as exc:
+        return " ".join(str(exc.orig or exc).split())[:300]
+    return None if rows == ["ok"] else " ".join("; ".join(rows[:3]).split())[:300]
+
+
 def writer(engine: Engine) -> Engine:
     """The same engine, with write transactions that lock at BEGIN on SQLite (ignored elsewhere)."""
     return engine.execution_options(**{IMMEDIATE: True})

@@ -230,7 +230,19 @@ def _our_case_problems(ours: Any) -> list[str]:
     for key in ("case_id", "place", "mode"):
         if not isinstance(ours.get(key), str) or not ours[key]:
             problems.append(f".{key}: expected a non-empty string, got {kind_of(ours.get(key))}")
-    for key in ("name", "kind", "config_hash", "status", "message", "unit", "throughput_unit"):
+    # the other fields a stored result cannot be without (CaseResult's required ones), in one line
+    missing = [k for k in ("name", "kind", "config_hash", "config") if ours.get(k) is None]
+    if missing:
+        problems.append(
+            f": missing {', '.join(missing)} (a result the harness wrote has them: name, kind and "
+            "config_hash strings, config an object)"
+        )
+    for key in ("name", "kind", "config_hash"):
+        if ours.get(key) is not None and not isinstance(ours[key], str):
+            problems.append(f".{key}: expected a string, got {kind_of(ours[key])}")
+    if ours.get("config") is not None and not isinstance(ours["config"], dict):
+        problems.append(f".config: expected an object, got {kind_of(ours['config'])}")
+    for key in ("status", "message", "unit", "throughput_unit"):
         if ours.get(key) is not None and not isinstance(ours[key], str):
             problems.append(f".{key}: expected a string, got {kind_of(ours[key])}")
     metric = ours.get("metric")
@@ -241,7 +253,7 @@ def _our_case_problems(ours: Any) -> list[str]:
         value = ours.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             problems.append(f".{key}: expected a list of strings, got {kind_of(value)}")
-    for key in ("config", "stats", "extra"):
+    for key in ("stats", "extra"):
         if ours.get(key) is not None and not isinstance(ours[key], dict):
             problems.append(f".{key}: expected an object, got {kind_of(ours[key])}")
     for key, value in (ours.get("stats") or {}).items() if isinstance(ours.get("stats"), dict) else ():
