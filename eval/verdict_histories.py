@@ -40,17 +40,22 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the .pth hook helper the compare and bisect tests use
+
+from compare_venvs import pth_hook  # noqa: E402
+
 SELECTION = "abs-1000x1000 or softmax-16x1000-fwd or reduce_sum_all-fwd or feed_abs_fetch-1000 or matmul-fwd"
 INJECT_VAR = "FLAGS_bench_inject_abs_loops"
 HOOK_NAME = "bench_inject_abs"
-HOOK = f'''"""Eval-only (eval/verdict_histories.py): extra pure-Python work in every paddle.abs call, the
-number of loop iterations read from {INJECT_VAR} (absent or 0: paddle is left alone)."""
-import importlib.abc, importlib.util, os, sys
+HOOK = pth_hook(
+    f"""import os
 
-LOOPS = int(os.environ.get("{INJECT_VAR}") or 0)
+LOOPS = int(os.environ.get("{INJECT_VAR}") or 0)  # absent or 0: paddle is left alone
 
 
 def _patch(paddle):
+    if LOOPS <= 0:
+        return
     original = paddle.abs
 
     def abs(*args, **kwargs):
@@ -60,27 +65,8 @@ def _patch(paddle):
         return original(*args, **kwargs)
 
     paddle.abs = abs
-
-
-class _Hook(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "paddle":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("paddle")
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-if LOOPS > 0:
-    sys.meta_path.insert(0, _Hook())
-'''
+"""
+)
 
 
 def install_hook() -> Path:

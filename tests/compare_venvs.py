@@ -85,6 +85,24 @@ def slowdown_hook(fraction: float) -> str:
     )
 
 
+def far_slower_hook(factor: float, extra_s: float) -> str:
+    """A .pth module that makes each `paddle.abs` call `factor` times as long plus `extra_s`
+    seconds (a busy wait): a slowdown far beyond any machine's noise."""
+    return pth_hook(
+        f"""def _patch(paddle):
+    original = paddle.abs
+    def abs(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = original(*args, **kwargs)
+        until = t0 + (time.perf_counter() - t0) * {factor!r} + {extra_s!r}
+        while time.perf_counter() < until:
+            pass
+        return out
+    paddle.abs = abs
+"""
+    )
+
+
 def make_venv(path: Path, *, hook: str | None = None) -> Path:
     """A venv that sees exactly this interpreter's packages (paddle included, whether this
     interpreter is itself a venv or not: its site directories are added by a .pth file, not taken

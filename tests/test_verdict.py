@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from compare_venvs import make_venv, pth_hook
+from compare_venvs import far_slower_hook, make_venv
 from synthetic import gate_rows, result_from_processes, result_from_samples
 
 from benchmark.cli import main
@@ -206,19 +206,7 @@ cases:
     modes: [dynamic]
 """
 # Each paddle.abs call three times as long and 2 ms more: far beyond any machine's noise.
-SLOWER = pth_hook(
-    """def _patch(paddle):
-    original = paddle.abs
-    def abs(*args, **kwargs):
-        t0 = time.perf_counter()
-        out = original(*args, **kwargs)
-        until = t0 + (time.perf_counter() - t0) * 3.0 + 2e-3
-        while time.perf_counter() < until:
-            pass
-        return out
-    paddle.abs = abs
-"""
-)
+SLOWER = far_slower_hook(3.0, 2e-3)
 
 
 @pytest.mark.slow
