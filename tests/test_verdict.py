@@ -42,10 +42,10 @@ def _counted(case_id: str, count: float, metric: str = "instructions") -> object
     return result_from_samples(case_id, wobble, metric=metric, unit=metric)
 
 
-def _run(url: str, r: int, rng, *, place: str = "cpu", times=None, counts=None) -> int:
+def _run(url: str, r: int, rng, *, place: str = "cpu", times=None, counts=None, cycles=None) -> int:
     """One complete run: every op timed at its level (times[case]: a factor), and on CPU op0 and
-    op1 counted (counts[case]: a factor)."""
-    times, counts = times or {}, counts or {}
+    op1 counted (counts[case]: a factor) with their estimated cycles (cycles[case]: a factor)."""
+    times, counts, cycles = times or {}, counts or {}, cycles or {}
     with open_store(url) as st:
         run_id = st.begin_run(
             MachineDescription.of(MACHINE), RunDescription.of({"started_at": 1.7e9 + r * DAY})
@@ -53,6 +53,7 @@ def _run(url: str, r: int, rng, *, place: str = "cpu", times=None, counts=None) 
         results = [_timed(c, level * times.get(c, 1.0), rng, place) for c, level in OPS.items()]
         if place == "cpu":
             results += [_counted(c, n * counts.get(c, 1.0)) for c, n in COUNTS.items()]
+            results += [_counted(c, 3 * n * cycles.get(c, 1.0), "cycles") for c, n in COUNTS.items()]
         st.add_results(run_id, results)
         st.finish_run(run_id)
     return run_id
@@ -86,6 +87,19 @@ def test_on_cpu_the_count_blocks_and_wall_time_is_shown_without_failing(url, cap
         and "op3 [cpu dynamic] time" in shown[1]
     )
     assert rows[-1] == "gate: FAIL (1 failing case(s), 0 improvement(s), 1 regression(s) that do not block)"
+
+
+def test_one_percent_more_instructions_or_cycles_fails_the_first_run_and_names_the_metric(url, capsys):
+    rng = np.random.default_rng(7)
+    for r in range(3):
+        _run(url, r, rng)
+    # a layout change: the same instructions, 1.2% more estimated cycles (cache misses)
+    code, d = _gate(url, _run(url, 3, rng, cycles={"op1": 1.012}), capsys)
+    assert code == 1 and [k for k, x in d.items() if x["failing"]] == [("op1", "cycles")]
+    assert "estimated cycles per iteration +1.20% against the level" in d[("op1", "cycles")]["evidence"]
+    # 1% more instructions (and so cycles) of one op, on the first run that has it
+    code, d = _gate(url, _run(url, 4, rng, counts={"op0": 1.01}, cycles={"op1": 1.012}), capsys)
+    assert code == 1 and d[("op0", "instructions")]["verdict"] == "regression"
 
 
 def test_on_a_gpu_the_time_blocks(url, capsys):
