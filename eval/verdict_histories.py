@@ -158,10 +158,24 @@ def run_ids(db: Path) -> list[int]:
         return [r[0] for r in c.execute("select id from run where status = 'complete' order by id")]
 
 
+def snapshot(db: Path, into: Path) -> Path:
+    """A consistent copy of `db` (SQLite's backup, so a history still being written is copied whole
+    as of now), upgraded to this checkout's schema; the recorded file is left as it is."""
+    into.mkdir(exist_ok=True)
+    copy = into / db.name
+    copy.unlink(missing_ok=True)
+    with sqlite3.connect(db) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    subprocess.run([sys.executable, "-m", "benchmark.cli", "db", "upgrade", "--db", f"sqlite:///{copy}"],
+                   cwd=ROOT, capture_output=True, check=True)  # fmt: skip
+    return copy
+
+
 def judge_all(out: Path) -> dict:
     summary: dict = {}
     copied = json.loads((out / "trials.json").read_text()) if (out / "trials.json").exists() else {}
-    for db in sorted(out.glob("*.sqlite")):
+    for recorded in sorted(out.glob("*.sqlite")):
+        db = snapshot(recorded, out / "judged")
         rows = []
         # a trial's copied runs were judged in their own history: only its injected runs here
         after = copied.get(db.stem, 1)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from benchmark import paths as project_paths
 from benchmark.commands._common import positive_int
-from benchmark.config.cost import estimate
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
 from benchmark.text import safe_line
 
@@ -151,6 +150,8 @@ def cmd_validate(args) -> int:
 
 def _over_budget(cases, budget: float, tag: str | None) -> str | None:
     """One line when the estimated cost of `cases` (those tagged `tag`) is over `budget` seconds."""
+    from benchmark.config.cost import estimate  # the config layer: not at --help time
+
     rows = estimate(cases, tag)
     total = sum(s for s, _ in rows)
     if total <= budget:

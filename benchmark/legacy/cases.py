@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmark import allowlist
-from benchmark.config import indexed
 from benchmark.legacy import ops as T
 from benchmark.legacy.values import (
     NotConvertible,
@@ -285,6 +284,8 @@ def _ref_value(ref: Any, inputs, attrs, sigs) -> float | int:
 def _index_generator(api, name, high, low, attrs, sigs) -> dict[str, Any] | None:
     """`index: {of, dim, low, inclusive}` for a range `[low, <input>.<dim>(+1))` of an input the table
     of index inputs wants generated (`benchmark.config.indexed`); None for any other range."""
+    from benchmark.config import indexed  # pydantic and numpy: when converting, not at --help time
+
     rule = indexed.rules_of(str(api or "")).get(name, {})
     m = _REF.match(str(high))
     if "index" not in rule or not m or not m["input"] or m["div"] or m["offset"] not in (None, "+1"):
