@@ -4,8 +4,9 @@
 
 Every complete run of each history after its first is judged as `benchmark gate --run ID` judges
 it (`benchmark.gate.judge.evaluate`, against the runs before it, with configs/gates.yaml), and the
-p-value of every wall-time decision that has one is kept (the detector's, a young series' A/B or
-its level test: one-sided, in the direction of a slowdown unless it was an improvement). The code
+p-value of every wall-time decision that has one is kept as the p-value of "slower" (the judge's
+is one-sided in the direction of the change it saw: 1 - p for a change in the better direction).
+The code
 never changed in the histories given, so every such p-value is a draw under the null: they should
 be close to uniform on [0, 1], and the share below 0.01 close to 1%. Printed: how many, the share
 below 0.01 and 0.05, the Kolmogorov-Smirnov distance to the uniform with its p-value, and the same
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmark.gate.judge import evaluate  # noqa: E402
 from benchmark.gate.settings import load_gates  # noqa: E402
+from benchmark.metrics import get_metric  # noqa: E402
 from benchmark.paths import GATES_PATH  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
@@ -41,8 +43,13 @@ def pvalues(path: Path, gates) -> list[tuple[float, str, str]]:
     with open_store(f"sqlite:///{path}", create=False) as store:
         for run in runs[1:]:
             for d in evaluate(store, run, gates):
-                if d.series_metric == "time" and np.isfinite(d.p_value):
-                    out.append((float(d.p_value), str(d.evidence_kind), f"{d.case_id} [{d.place} {d.mode}]"))
+                if d.series_metric == "time" and np.isfinite(d.p_value) and np.isfinite(d.effect):
+                    # the judge's p-value is one-sided in the direction of the change it saw; as the
+                    # p-value of "slower" (the test the gate fails on), it is 1 - p for a change
+                    # in the better direction, and uniform on [0, 1] under the null
+                    worse = d.effect < 0 if get_metric(d.metric).higher_is_better else d.effect > 0
+                    p = float(d.p_value) if worse else 1.0 - float(d.p_value)
+                    out.append((p, str(d.evidence_kind), f"{d.case_id} [{d.place} {d.mode}]"))
     return out
 
 
