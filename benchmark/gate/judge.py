@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.analysis.common_shift import run_shifts
+from benchmark.analysis.common_shift import leave_one_out_median, run_shifts
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
 from benchmark.gate import numerics
@@ -209,11 +209,6 @@ def acknowledged(
     return out
 
 
-# A run's common shift is estimated for a series from at least this many other time series of the
-# run judged against their history (fewer: none is removed).
-MIN_SHIFT_SERIES = 3
-
-
 def decide_results(
     results: Iterable[CaseResult],
     bases: Mapping[SeriesKey, Series],
@@ -230,7 +225,7 @@ def decide_results(
 
     Judged against the history (`baseline` None, `common_shift` on in configs/gates.yaml), a wall-
     time series is judged on its values divided by the run's common shift: the median change of
-    the run's other time series (at least MIN_SHIFT_SERIES of them), so that a run where every case
+    the run's other time series (at least `common_shift.MIN_OTHERS` of them), so that a run where every case
     moved together (the machine, not the code) is not a regression of each; a change of one case
     stands out against the others. The decision says what was removed."""
     results = list(results)
@@ -292,14 +287,16 @@ def _time_log_change(d: Decision) -> float | None:
 
 
 def common_shifts(decisions: Sequence[Decision]) -> dict[int, tuple[float, int]]:
-    """For each time-series decision (by index) with at least MIN_SHIFT_SERIES other judged time
-    series: (the median log change in time of the others, how many), the run's common shift."""
-    changes = {i: c for i, d in enumerate(decisions) if (c := _time_log_change(d)) is not None}
+    """For each time-series decision (by index) with at least `common_shift.MIN_OTHERS` other
+    judged time series: (the median log change in time of the others, how many), the run's common
+    shift (`common_shift.leave_one_out_median`)."""
+    judged = [(i, c) for i, d in enumerate(decisions) if (c := _time_log_change(d)) is not None]
+    changes = [c for _, c in judged]
     out = {}
-    for i in changes:
-        others = [c for j, c in changes.items() if j != i]
-        if len(others) >= MIN_SHIFT_SERIES:
-            out[i] = (float(np.median(others)), len(others))
+    for k, (i, _) in enumerate(judged):
+        shift = leave_one_out_median(changes, k)
+        if shift is not None:
+            out[i] = (shift, len(changes) - 1)
     return out
 
 

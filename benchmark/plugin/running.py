@@ -42,7 +42,7 @@ def run_gate(case: Case, bench: BenchSession) -> None:
         pytest.skip("no result of this case in this run")
 
 
-# Unchanged cases measured beside a re-measurement (MIN_SHIFT_SERIES of benchmark.gate.judge).
+# Unchanged cases measured beside a re-measurement (benchmark.analysis.common_shift.MIN_OTHERS).
 CONTROL_CASES = 3
 
 
