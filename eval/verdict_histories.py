@@ -90,17 +90,17 @@ def gate(db: Path, run: str = "latest") -> tuple[int, dict]:
     return proc.returncode, data
 
 
+def _row(d: dict) -> str:
+    return f"{d['case_id']} [{d['place']} {d['mode']}] {d['metric']} {d['verdict']} {d.get('effect', 0):+.1%}"
+
+
 def failing(data: dict) -> list[str]:
-    return [
-        f"{d['case_id']} [{d['place']} {d['mode']}] {d['metric']} {d['verdict']} {d.get('effect', 0):+.1%}"
-        for d in data.get("decisions", [])
-        if d.get("failing")
-    ]
+    return [_row(d) for d in data.get("decisions", []) if d.get("failing")]
 
 
 def regressions_not_blocking(data: dict) -> list[str]:
     return [
-        f"{d['case_id']} [{d['place']} {d['mode']}] {d['metric']} {d['verdict']} {d.get('effect', 0):+.1%}"
+        _row(d)
         for d in data.get("decisions", [])
         if not d.get("failing") and d.get("verdict") in ("regression", "not reproduced")
     ]
