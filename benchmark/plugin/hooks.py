@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from benchmark import kinds
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
 from benchmark.plugin.defaults import DEFAULT_PROCESSES, QUICK_PROCESSES
 
@@ -281,7 +282,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     for t in sorted({t for c in session.cases for t in c.tags}):
         config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
-    for m in ("op", "layer", "program", "model", "cpu", "gpu", "gate"):
+    for kind in kinds.KINDS.values():
+        config.addinivalue_line("markers", f"{kind.name}: {kind.description}")
+    for m in ("cpu", "gpu", "gate"):
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmark import environment, runners
+from benchmark import environment, kinds, runners
 from benchmark.config import load_paths
 from benchmark.environment import MachineDescription, RunDescription
 from benchmark.execution import cores, measure
@@ -149,7 +149,9 @@ class BenchSession:
             except ValueError as e:
                 raise pytest.UsageError(str(e)) from None
         if self.framework == "torch":
-            selected = [as_torch_case(c) for c in selected if c.kind == "op" and c.mode == "dynamic"]
+            selected = [
+                as_torch_case(c) for c in selected if kinds.get(c.kind).torch_cases and c.mode == "dynamic"
+            ]
         return selected
 
     # -- history -------------------------------------------------------------------------
