@@ -4,18 +4,18 @@ A :class:`~benchmark.kinds.base.Kind` holds everything the harness does differen
 schema fields, its expansion hooks, its cost, its runner (by dotted path), its counting settings
 and what the suite offers it. The config schema, the grid expansion, the cost estimate, the
 runners' dispatch, the callgrind pass and the pytest markers all read the registry :data:`KINDS`;
-adding a kind is one module here (its ``KIND``) listed in ``_MODULES``, plus its tests. Nothing of
+adding a kind is one module here defining ``KIND``, plus its tests: the package finds it. Nothing of
 the harness is imported but :mod:`benchmark.layers`, so every package can read it.
 """
 
 from __future__ import annotations
 
-from benchmark.kinds import layer, model, op, program
+import importlib
+import pkgutil
+
 from benchmark.kinds.base import Kind, op_arguments
 
 __all__ = ["KINDS", "Kind", "KindError", "get", "names", "op_arguments", "register"]
-
-_MODULES = (op, layer, program, model)
 
 
 class KindError(ValueError):
@@ -47,5 +47,12 @@ def get(name: str) -> Kind:
     return kind
 
 
-for _module in _MODULES:
-    register(_module.KIND)
+def _discover() -> None:
+    """Register the ``KIND`` of every module of this package (a new module is a new kind)."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if isinstance(getattr(module, "KIND", None), Kind):
+            register(module.KIND)
+
+
+_discover()
