@@ -237,7 +237,8 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
     return out
 
 
-_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '([A-Za-z_][A-Za-z0-9_]*)'")
+# "unexpected keyword argument 'x'" (binding) or "argument 'x' takes ..." (its type, config.attr_types)
+_UNEXPECTED_KEYWORD = re.compile(r"argument '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[str, Any],
@@ -246,7 +247,7 @@ def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[st
     from the grid is reported at that grid value (``grid.shape``, its line), naming the field that
     used it; an attr the operator does not take at its own key; anything else at its own line."""
     path = tuple(int(p) if p.isdigit() else p for p in fld.split("."))
-    if fld.endswith("attrs") and (m := _UNEXPECTED_KEYWORD.search(msg)):
+    if fld.endswith(("attrs", "args")) and (m := _UNEXPECTED_KEYWORD.search(msg)):
         path += (m[1],)
     raw: Any = body
     for part in path:
@@ -259,7 +260,7 @@ def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[st
         where = ("grid", ref) if index is None else ("grid", ref, index)
         return (
             f"grid.{ref}",
-            f"{msg} (the grid value {point[ref]!r}, used by {fld})",
+            f"{msg} (the grid value {point[ref]!r}, used by {'.'.join(map(str, path))})",
             line_for(lines, base + where),
         )
     shown = ".".join(str(p) for p in path)
