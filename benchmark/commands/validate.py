@@ -9,7 +9,7 @@ from pathlib import Path
 from benchmark import paths as project_paths
 from benchmark.commands._common import positive_int
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
-from benchmark.text import safe_line
+from benchmark.text import safe_line, terminal_line
 
 
 def default_config_dir() -> Path:
@@ -126,7 +126,7 @@ def cmd_validate(args) -> int:
     (cases, issues), resolver = _load(args, case_paths)
     problems = [str(i) for i in issues] + _gate_problems(gate_files)
     for problem in problems:
-        print(safe_line(problem))  # a file name may hold a newline or a CI command (issue 44)
+        print(terminal_line(problem))  # a file name may hold a newline or a CI command (issue 44)
     n_files = len({c.source for c in cases})
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
