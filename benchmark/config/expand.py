@@ -247,7 +247,7 @@ def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[st
     from the grid is reported at that grid value (``grid.shape``, its line), naming the field that
     used it; an attr the operator does not take at its own key; anything else at its own line."""
     path = tuple(int(p) if p.isdigit() else p for p in fld.split("."))
-    if fld.endswith(("attrs", "args")) and (m := _UNEXPECTED_KEYWORD.search(msg)):
+    if fld.endswith("attrs") and (m := _UNEXPECTED_KEYWORD.search(msg)):
         path += (m[1],)
     raw: Any = body
     for part in path:
