@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from benchmark.commands._configs import add_config_options, default_config_dir, load_cases
-from benchmark.text import safe_line
+from benchmark.text import safe_line, terminal_line
 
 GATES_FILES = ("gates.yaml", "gates.yml")
 
@@ -47,7 +47,7 @@ def cmd_validate(args) -> int:
     (cases, issues), resolver = load_cases(args, case_paths)
     problems = [str(i) for i in issues] + _gate_problems(gate_files)
     for problem in problems:
-        print(safe_line(problem))  # a file name may hold a newline or a CI command (issue 44)
+        print(terminal_line(problem))  # a file name may hold a newline or a CI command (issue 44)
     n_files = len({c.source for c in cases})
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)

@@ -221,7 +221,8 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
     return out
 
 
-_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '([A-Za-z_][A-Za-z0-9_]*)'")
+# "unexpected keyword argument 'x'" (binding) or "argument 'x' takes ..." (its type, config.attr_types)
+_UNEXPECTED_KEYWORD = re.compile(r"argument '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[str, Any],
@@ -243,7 +244,7 @@ def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[st
         where = ("grid", ref) if index is None else ("grid", ref, index)
         return (
             f"grid.{ref}",
-            f"{msg} (the grid value {point[ref]!r}, used by {fld})",
+            f"{msg} (the grid value {point[ref]!r}, used by {'.'.join(map(str, path))})",
             line_for(lines, base + where),
         )
     shown = ".".join(str(p) for p in path)

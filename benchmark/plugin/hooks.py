@@ -103,7 +103,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--bench-json",
         default=None,
         metavar="FILE",
-        help="where to write the run's JSON summary (default: results/summary.json)",
+        help="where to write the run's JSON summary (default: results/summary.json; with "
+        "--bench-no-store results/no-store/summary.json)",
     )
     g.addoption(
         "--bench-db",
@@ -112,7 +113,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="SQLAlchemy URL of the history (default: $BENCHMARK_DB_URL, else sqlite:///results/history.sqlite)",
     )
     g.addoption(
-        "--bench-no-store", action="store_true", default=False, help="do not record results in the history"
+        "--bench-no-store",
+        action="store_true",
+        default=False,
+        help="do not record results in the history; the JSON summary then goes to "
+        "results/no-store/summary.json (unless --bench-json), leaving the stored run's "
+        "results/summary.json as it was",
     )
     g.addoption(
         "--bench-trigger",
