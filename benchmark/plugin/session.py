@@ -31,10 +31,10 @@ from benchmark.gate.judge import judge
 from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions.counting_pass import InstructionPass, default_jobs
+from benchmark.limits import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
-from benchmark.plugin.defaults import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.records import Stats
 from benchmark.results import json_safe, timing_problem
 from benchmark.store import StoreError, open_store
