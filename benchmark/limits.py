@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# Worker processes that measure each case (the suite's --bench-processes, `benchmark compare`'s
+# --processes), and with --bench-quick: the fewest that still show a between-process spread.
+DEFAULT_PROCESSES = 3
+QUICK_PROCESSES = 2
+
 # Expanded cases of one config entry (grid x dtypes x places x modes ...); overridable per call.
 DEFAULT_MAX_CASES = 1000
 # Default ceiling on the bytes a single case may allocate for its inputs (and their gradients),

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A case config's hash (`SeriesKey.config_hash`): its JSON with sorted keys, sha256, 16 hex
+    digits. The one serialisation of every hash the store holds: a changed config starts a new series."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class SeriesKey(NamedTuple):

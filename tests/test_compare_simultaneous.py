@@ -85,18 +85,13 @@ def test_both_sides_time_at_once_on_their_own_cores(config):
     cores = jobs.free_cores()
     for step in (0, 1):
         where = jobs.pair_cores(step, cores)
-        workers = {label: jobs.start_worker(sides[label]) for label in jobs.SIDES}
-        try:
-            for label, w in workers.items():
-                jobs.pin(w, where[label])
+        workers = jobs.side_workers(sides, None, cores=where)
+        with workers:
+            for label in jobs.SIDES:
+                w = workers.get(label)
                 w.wait_ready()
                 assert os.sched_getaffinity(w.proc.pid) == {where[label]}
-            got = jobs.serve_simultaneous(
-                workers, sides, states, params, random.Random(step), 0, [], None, where
-            )
-        finally:
-            for w in workers.values():
-                w.close()
+            got = jobs.serve_simultaneous(workers, states, params, random.Random(step), 0)
         for s in states:
             (a, _), (b, _) = got["A"][s.key], got["B"][s.key]
             assert a.status == b.status == "ok", (a.message, b.message)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from benchmark.config import load_file, load_paths
-from benchmark.config.expand import config_hash
 from benchmark.model import Tensor
+from benchmark.records import config_hash
 from benchmark.runners.paddle_ops import resolver
 
 PROJECT = Path(__file__).resolve().parents[1]

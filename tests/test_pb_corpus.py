@@ -10,8 +10,8 @@ from pathlib import Path
 
 from benchmark.config import load_paths
 from benchmark.config.schema import OPT_IN_TAGS
+from benchmark.config.selection import select_cases
 from benchmark.legacy.files import import_files
-from benchmark.plugin.selection import select_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 PB = ROOT / "configs" / "pb"

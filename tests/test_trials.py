@@ -244,6 +244,22 @@ def test_suite_measures_each_case_in_interleaved_worker_processes(tmp_path):
     assert first == [names[i] for i, _ in schedule(range(4), [2, 2, 1, 3], 11)[0]]
 
 
+def worker_start_cpu_s() -> float:
+    """The CPU seconds (user + system) a worker's start costs on this machine: a process importing
+    what a worker imports before its ready line (the framework, `runners.framework_available`)."""
+    code = (
+        "import resource\n"
+        "from benchmark import runners\n"
+        "runners.framework_available()\n"
+        "usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print(usage.ru_utime + usage.ru_stime)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT, capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.split()[-1])
+
+
 SLOW = """
 cases:
   - name: k_first
@@ -272,6 +288,7 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     """SIGKILL the worker while it times the slow case: that case is an error naming the trial,
     the other cases finish, and every result is in the history."""
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    start_cpu_s = worker_start_cpu_s()
     cmd = suite_command(tmp_path, SLOW, "--bench-processes", "2", "--bench-db", db, "--bench-seed", "3")
     proc = subprocess.Popen(cmd, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     parent = psutil.Process(proc.pid)
@@ -279,15 +296,19 @@ def test_a_killed_worker_fails_its_case_and_the_suite_goes_on(tmp_path):
     killed = None
     deadline = time.monotonic() + 300
     try:
-        # The worker prints nothing we can rely on; wait until it is busy timing k_slow: its CPU
-        # time grows for long after the two quick cases' trials at most (0.15 s each) and its
-        # start (about 1 s of CPU for the framework import on a loaded 2-core machine; 3.5 s is
-        # more than twice that, and each second more is a second of k_slow burnt for nothing).
+        # The worker prints nothing we can rely on; wait until it is busy timing k_slow, the first
+        # trial of round 1 (seed 3): its CPU time has passed what this machine's worker start (the
+        # framework import, measured above, not assumed) costs by half again and 0.5 s, which is
+        # burnt timing k_slow (30 s of it), whatever the machine's speed.
+        busy_after = 1.5 * start_cpu_s + 0.5
         while killed is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
             for child in parent.children():
                 try:
-                    busy = "benchmark.runners.worker" in child.cmdline() and child.cpu_times().user > 3.5
+                    busy = (
+                        "benchmark.runners.worker" in child.cmdline()
+                        and sum(child.cpu_times()[:2]) > busy_after
+                    )
                 except psutil.NoSuchProcess:  # a short-lived child (e.g. a shell) that just exited
                     continue
                 if busy:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import random
 import time
@@ -20,7 +21,7 @@ from benchmark.execution import measure, trials
 from benchmark.execution.cores import allowed as allowed_cores
 from benchmark.execution.cores import pin_process
 from benchmark.execution.replies import TrialRecord
-from benchmark.execution.workers import Worker
+from benchmark.execution.workers import Worker, Workers
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.analysis.deterministic import CountComparison
@@ -134,11 +135,6 @@ def start_worker(side: Side, output=None, core: int | None = None):
     return Worker(python=side.python, env=side.env, stderr=output, core=core)
 
 
-def close_quietly(worker) -> None:
-    """End a worker: close its stdin (it exits) and reap it."""
-    worker.close()
-
-
 def _side_record(record: TrialRecord, worker, label: str) -> TrialRecord:
     """A trial's record, its error message naming the side and the exit status of a worker that died."""
     if record.status == "error" and not worker.alive():
@@ -148,32 +144,23 @@ def _side_record(record: TrialRecord, worker, label: str) -> TrialRecord:
 
 
 def serve_pairs(
-    workers: dict[str, Any],
-    sides: dict[str, Side],
+    workers: Workers,
     members: Sequence[CaseState],
     params: Sequence[dict],
     rng: random.Random,
     order: int,
-    used: list,
-    output=None,
-    core: int | None = None,
 ) -> dict[str, dict[str, tuple[TrialRecord, int]]]:
     """One timing trial of each of `members` (in that order) on both sides back to back, the side
     that goes first drawn per case, so the two halves of a pair are seconds apart whatever else
-    the step holds. A fresh worker (on `core`, as the others) takes over a side whose worker died;
-    every worker started is appended to `used`. Returns {side: {case key: (its trial record, its
-    trial order)}}."""
+    the step holds. `workers`: one slot per side, whose `start` replaces a side's worker that died.
+    Returns {side: {case key: (its trial record, its trial order)}}."""
 
-    got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
-    current = dict(workers)
+    got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers.current}
     for state, p in zip(members, params, strict=True):
-        labels = list(current)
+        labels = list(workers.current)
         rng.shuffle(labels)
         for label in labels:
-            worker = current[label]
-            if not worker.alive():
-                worker = current[label] = start_worker(sides[label], output, core)
-                used.append(worker)
+            worker = workers.get(label)
             record = _side_record(
                 worker.trial(state.case, p, timeout_s=trials.TRIAL_TIMEOUT_S), worker, label
             )
@@ -204,52 +191,57 @@ def pin(worker, core: int | None) -> None:
 
 
 def serve_simultaneous(
-    workers: dict[str, Any],
-    sides: dict[str, Side],
+    workers: Workers,
     members: Sequence[CaseState],
     params: Sequence[dict],
     rng: random.Random,
     order: int,
-    used: list,
-    output=None,
-    cores: dict[str, int] | None = None,
 ) -> dict[str, dict[str, tuple[TrialRecord, int]]]:
     """One timing trial of each of `members` on both sides at the same time, each side's worker on
-    its own core (`cores`): both get the request, prepare, warm up and calibrate the case, and wait
-    at a barrier; once both are there, both are released and time their rounds side by side (the
-    same settings, so about the same length). A side that fails before the barrier releases the
-    other, which times alone; a fresh worker (on the same core) takes over a side whose worker died.
+    its own core: both get the request, prepare, warm up and calibrate the case, and wait at a
+    barrier; once both are there, both are released and time their rounds side by side (the same
+    settings, so about the same length). A side that fails before the barrier releases the other,
+    which times alone; `workers`' `start` replaces a side whose worker died (on the same core).
     Returns {side: {case key: (its trial record, its trial order)}}, as `serve_pairs`."""
 
-    got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers}
-    current = dict(workers)
+    got: dict[str, dict[str, tuple[TrialRecord, int]]] = {label: {} for label in workers.current}
     timeout = trials.TRIAL_TIMEOUT_S
     for state, p in zip(members, params, strict=True):
-        labels = list(current)
+        labels = list(workers.current)
         rng.shuffle(labels)
         early: dict[str, dict] = {}
         for label in labels:
-            if not current[label].alive():
-                current[label] = start_worker(sides[label], output)
-                pin(current[label], (cores or {}).get(label))
-                used.append(current[label])
-            failed = current[label].send("time", state.case, {**p, "barrier": True})
+            failed = workers.get(label).send("time", state.case, {**p, "barrier": True})
             if failed is not None:
                 early[label] = failed
         for label in labels:
             if label not in early:
-                reply = current[label].receive(timeout_s=timeout)
+                reply = workers.current[label].receive(timeout_s=timeout)
                 if not reply.get("barrier"):
                     early[label] = reply  # it ended before the barrier (an error, a skip)
         for label in labels:
             if label not in early:
-                current[label].release()
+                workers.current[label].release()
         for label in labels:
-            worker = current[label]
+            worker = workers.current[label]
             reply = early[label] if label in early else worker.receive(timeout_s=timeout)
             got[label][state.key] = (_side_record(TrialRecord.from_reply(reply), worker, label), order)
             order += 1
     return got
+
+
+def side_workers(
+    sides: dict[str, Side], output, core: int | None = None, cores: dict[str, int] | None = None
+) -> Workers:
+    """One worker slot per side; a side's worker that dies is replaced by a fresh one on `core`
+    (back-to-back pairs) or pinned to its side's core of `cores` (simultaneous pairs)."""
+
+    def start(label: str) -> Worker:
+        worker = start_worker(sides[label], output, core)
+        pin(worker, (cores or {}).get(label))
+        return worker
+
+    return Workers(start)
 
 
 def trial_settings(case: Case, base: measure.MeasureSettings, processes: int) -> dict[str, Any]:
@@ -334,9 +326,9 @@ def run_job(
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by `compare`: keep what was measured
         job.stopped = f"interrupted after {job.steps} step(s)"
         job.interrupted = True
-        finished = []
-    for w in finished:
-        close_quietly(w)
+        finished = None
+    if finished is not None:
+        finished.close()
     for s in states:
         if s.open:
             _decide(s, alpha, measured(states), final=True)
@@ -360,7 +352,7 @@ class StepPlan:
     core: int | None = None  # the core both sides of a back-to-back pair run on
 
 
-def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
+def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> Workers | None:
     """The steps of `run_job` until every case is decided or a limit is reached; returns the last
     step's workers (to close). A step interrupted midway adds nothing: its workers are killed and
     its pairs dropped, so both sides keep the same number of trials."""
@@ -368,7 +360,7 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
     max_pairs, worker_output = plan.max_pairs, plan.worker_output
     order = 0
     step_times: list[float] = []
-    finished: list = []  # the previous step's workers, closed while the next ones start
+    finished: Workers | None = None  # the previous step's workers, closed while the next ones start
     while True:
         open_states = [s for s in states if s.open and len(s.pairs) < max_pairs]
         if not open_states:
@@ -384,15 +376,16 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
         # stdin and costs no CPU).
         labels = list(SIDES)
         rng.shuffle(labels)
-        workers = {label: start_worker(sides[label], worker_output) for label in labels}
         cores = pair_cores(job.steps, plan.cores) if plan.pairing == "simultaneous" else None
-        for label, w in workers.items():  # pinned before they import the framework
-            pin(w, (cores or {}).get(label))
-        for w in finished:
-            close_quietly(w)
-        finished = list(workers.values())
+        workers = side_workers(sides, worker_output, plan.core, cores)
+        for label in labels:  # pinned before they import the framework; onto `plan.core` once ready
+            workers.start(label, functools.partial(start_worker, sides[label], worker_output))
+            pin(workers.current[label], (cores or {}).get(label))
+        if finished is not None:
+            finished.close()
+        finished = workers
         try:
-            for w in workers.values():
+            for w in workers.current.values():
                 w.wait_ready()
                 if plan.core is not None and w.ready is not None:  # imported: now onto the one core
                     pin_process(w.ready["pid"], plan.core)
@@ -405,19 +398,11 @@ def _steps(job: Job, plan: StepPlan, rng: random.Random, start: float) -> list:
                 }
                 for m in members
             ]
-            if plan.pairing == "simultaneous":
-                got = serve_simultaneous(
-                    workers, sides, members, params, rng, order, finished, worker_output, cores
-                )
-            else:
-                got = serve_pairs(
-                    workers, sides, members, params, rng, order, finished, worker_output, plan.core
-                )
+            serve = serve_simultaneous if plan.pairing == "simultaneous" else serve_pairs
+            got = serve(workers, members, params, rng, order)
             order += 2 * len(members)
         except BaseException:
-            for w in finished:
-                w.proc.kill()
-                w.close()
+            workers.kill()
             raise
         job.steps += 1
         for s in open_states:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fnmatch
 import json
 import math
 import os
@@ -20,16 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from _pytest.mark.expression import Expression
-
 from benchmark import runners
 from benchmark.compare import counts
 from benchmark.compare import job as jobs
 from benchmark.compare.live import Progress
 from benchmark.compare.output import case_line, job_dict, store_job
 from benchmark.compare.sides import CompareError, check_sides
-from benchmark.config import load_paths
-from benchmark.config.schema import OPT_IN_TAGS
+from benchmark.config import load_paths, selection
 from benchmark.execution import cores, measure
 from benchmark.gate.settings import load_gates, with_min_effect
 from benchmark.paths import CHECKOUT_DIR, CONFIGS_DIR, db_url
@@ -51,6 +47,7 @@ class Request:
     keyword: str | None = None
     tags: str | None = None
     place: str | None = None
+    modes: str | None = None
     budget_min: float = jobs.DEFAULT_BUDGET_MIN
     min_effect: float | None = None
     gates: str | None = None
@@ -100,13 +97,10 @@ def claim_core(req: Request) -> cores.Claim:
     return cores.claim_for(req.pin, req.threads)  # its --pin checked by check_request
 
 
-def _csv(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
 def select_cases(req: Request) -> list[Case]:
     """The cases to compare: loaded and validated (without importing paddle here), then filtered by
-    --place, --tags (default: all but 'slow') and -k. Default configs: the harness's configs/."""
+    --place, --modes, --tags (default: all but 'slow') and -k (`benchmark.config.selection`).
+    Default configs: the harness's configs/."""
 
     paths = req.configs or [str(CONFIGS_DIR)]
     cases, issues = load_paths(paths, checks=runners.config_checks(resolve=False))
@@ -115,36 +109,14 @@ def select_cases(req: Request) -> list[Case]:
             f"invalid benchmark config: {issues[0]}"
             + (f" (and {len(issues) - 1} more)" if len(issues) > 1 else "")
         )
-    expr = None
-    if req.keyword:
-        try:
-            expr = Expression.compile(req.keyword)
-        except (SyntaxError, ValueError) as e:  # ParseError before pytest 8.4, SyntaxError since
-            raise CompareError(f"-k {req.keyword!r}: {e}") from None
-    places, tags = _csv(req.place), _csv(req.tags)
-    out = []
-    for c in cases:
-        if places and not any(fnmatch.fnmatch(c.place, p) for p in places):
-            continue
-        if tags is None and OPT_IN_TAGS & set(c.tags):
-            continue
-        if tags and "all" not in tags and not set(tags) & set(c.tags):
-            continue
-        if expr is not None and not expr.evaluate(_id_matcher(c.id)):
-            continue
-        out.append(c)
+    try:
+        csv = selection.csv
+        out = selection.select_cases(cases, csv(req.place), csv(req.tags), csv(req.modes), req.keyword)
+    except ValueError as e:  # a malformed -k
+        raise CompareError(str(e)) from None
     if not out:
-        raise CompareError("no case matches the selection (configs, --place, --tags, -k)")
+        raise CompareError("no case matches the selection (configs, --place, --modes, --tags, -k)")
     return out
-
-
-def _id_matcher(case_id: str) -> Callable[..., bool]:
-    """pytest's -k matching: a name matches when it is a substring of the case id (any case)."""
-
-    def match(name: str, /, **kwargs: object) -> bool:
-        return name.lower() in case_id.lower()
-
-    return match
 
 
 def min_effects(req: Request) -> Callable[[Case], float]:

@@ -13,18 +13,19 @@ input's n^3 product at `FLOPS`); then the case is built once per process: its ki
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
 from benchmark import kinds
-from benchmark.limits import trial_budget_s
+from benchmark.execution.measure import MeasureSettings
+from benchmark.limits import QUICK_PROCESSES, trial_budget_s
 from benchmark.model import Case
 
 START_S = 1.0  # preparing a case in a worker that has paddle imported
 GENERATE_BYTES_PER_S = 5e8
 FLOPS = 2e9  # numpy's matmul on one loaded core
-QUICK = {"warmup_time": 0.02, "round_time": 0.002, "min_rounds": 5, "max_time": 0.05}
-QUICK_PROCESSES = 2
+QUICK = dataclasses.asdict(MeasureSettings.quick())  # --bench-quick's settings
 
 
 def item_seconds(case: Case) -> float:

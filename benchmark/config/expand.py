@@ -6,9 +6,7 @@ answers through `Checks`)."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -24,6 +22,7 @@ from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issue
 from benchmark.kinds import op_arguments
 from benchmark.kinds.program import branch_lists, program_steps
 from benchmark.model import Case, Spec, Tensor
+from benchmark.records import config_hash
 
 # What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]|\.(?=\.)")
@@ -65,11 +64,6 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
-
-
-def config_hash(config: dict[str, Any]) -> str:
-    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _substitute(value: Any, params: dict[str, Any], used: set[str]) -> Any:

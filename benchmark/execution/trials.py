@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmark.execution.replies import TrialRecord
+from benchmark.execution.workers import Workers
 from benchmark.limits import TRIAL_BASE_S, TRIAL_BUDGET_FACTOR, trial_timeout_s
 
 # The fixed limit of a request whose settings are not known here (benchmark compare's job); a
@@ -108,19 +109,15 @@ def run_trials(
     its record (with `message` made readable for a dead worker) goes to `on_record(trial, record)`.
     `should_run(trial)` False skips a trial (e.g. its case already failed); `on_start(trial, worker)`
     runs just before the request and may return a callable run right after it (e.g. to stop a
-    telemetry sampler); `on_round(r, trials)` after each round. Workers are closed on the way out,
-    killed if the run is interrupted. `timeout_s`: each trial's wall-clock limit; None (the default)
-    derives it from the trial's own measure settings (`benchmark.limits.trial_timeout_s`)."""
-    worker = None
-    try:
+    telemetry sampler); `on_round(r, trials)` after each round. The workers (`Workers`) are closed
+    on the way out, killed if the run is interrupted. `timeout_s`: each trial's wall-clock limit;
+    None (the default) derives it from the trial's own measure settings (`benchmark.limits.trial_timeout_s`)."""
+    with Workers(lambda _: new_worker()) as workers:
         for r, trials in enumerate(rounds):
             for trial in trials:
                 if not should_run(trial):
                     continue
-                if worker is None or not worker.alive():
-                    if worker is not None:
-                        worker.close()
-                    worker = new_worker()
+                worker = workers.get()
                 after = on_start(trial, worker) if on_start is not None else None
                 request = params(trial)
                 limit = timeout_s if timeout_s is not None else trial_timeout_s(request.get("settings") or {})
@@ -133,13 +130,6 @@ def run_trials(
                     message = failure_message(record, trial, worker.proc.returncode)
                     record = dataclasses.replace(record, message=message, pid=record.pid or worker.proc.pid)
                 on_record(trial, record)
-            if worker is not None:
-                worker.close()
-                worker = None
+            workers.retire()
             if on_round is not None:
                 on_round(r, trials)
-    finally:
-        if worker is not None:
-            if worker.alive():
-                worker.proc.kill()
-            worker.close()

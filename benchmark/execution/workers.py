@@ -257,3 +257,66 @@ class Worker:
             self._records.close()
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class Workers:
+    """The worker loop every caller shares (the suite's trials and checks, `benchmark compare`'s
+    steps): named slots, each holding at most one live worker started on demand by `start(label)`
+    and replaced when it died (the dead one closed). Every worker it started and did not close yet
+    is kept, so `close()` ends them all and `kill()` kills them. As a context manager: closed on the
+    way out, killed first when an exception (KeyboardInterrupt included) leaves the block."""
+
+    def __init__(self, start: Callable[[str], Worker]):
+        self._start = start
+        self.current: dict[str, Worker] = {}
+        self.open: list[Worker] = []  # started and not yet closed here
+
+    def start(self, label: str = "", factory: Callable[[], Worker] | None = None) -> Worker:
+        """A fresh worker in slot `label`, from `factory` when given (e.g. a first start that differs
+        from a replacement), else from the slots' `start`."""
+        worker = factory() if factory is not None else self._start(label)
+        self.current[label] = worker
+        self.open.append(worker)
+        return worker
+
+    def get(self, label: str = "") -> Worker:
+        """The live worker of slot `label`; a fresh one when it has none or its worker died."""
+        worker = self.current.get(label)
+        if worker is not None and worker.alive():
+            return worker
+        if worker is not None:
+            self._close(worker)
+        return self.start(label)
+
+    def retire(self, label: str = "") -> None:
+        """Close the worker of slot `label` (e.g. at the end of a round); the next `get` starts one."""
+        worker = self.current.pop(label, None)
+        if worker is not None:
+            self._close(worker)
+
+    def _close(self, worker: Worker) -> None:
+        worker.close()
+        if worker in self.open:
+            self.open.remove(worker)
+
+    def close(self) -> None:
+        """End every worker: close its stdin (it exits) and reap it."""
+        for worker in list(self.open):
+            self._close(worker)
+        self.current.clear()
+
+    def kill(self) -> None:
+        """Kill every worker (an interrupt: nothing they would still send is wanted)."""
+        for worker in self.open:
+            if worker.alive():
+                worker.proc.kill()
+        self.close()
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.kill()
+        else:
+            self.close()

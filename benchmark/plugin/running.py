@@ -19,7 +19,7 @@ from benchmark import kinds, limits, runners
 from benchmark.execution import measure, trials
 from benchmark.execution.casetrials import CaseTrials, apply_checks
 from benchmark.execution.replies import ChecksRecord
-from benchmark.execution.workers import Worker
+from benchmark.execution.workers import Worker, Workers
 from benchmark.gate.judge import CONFIRMATION_KEY, confirmation_key, judge, judge_attempts, needs_confirmation
 from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
@@ -311,20 +311,17 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
     timing; then each case is recorded."""
 
     progress.line(f"benchmark: checks after timing (reference, torch, profile) of {len(keys)} case(s)")
-    worker = None
-    try:
+    traces = bench.config.getoption("bench_trace_dir")  # a confined worker writes them
+
+    def new_worker(_: str) -> Worker:
+        return Worker(
+            stderr=log, memory_limit=worker_memory_limit(bench), writable=[traces] if traces else []
+        )
+
+    with Workers(new_worker) as workers:  # interrupted: the worker goes too
         for key in keys:
             state = states[key]
             if bench.store_error is None:
-                if worker is None or not worker.alive():
-                    if worker is not None:
-                        worker.close()
-                    traces = bench.config.getoption("bench_trace_dir")  # a confined worker writes them
-                    worker = Worker(
-                        stderr=log,
-                        memory_limit=worker_memory_limit(bench),
-                        writable=[traces] if traces else [],
-                    )
                 settings = bench.settings.override(state.case.measure)
                 params = {
                     "settings": measure.asdict(settings),
@@ -332,16 +329,8 @@ def run_checks(bench: BenchSession, states: dict, keys: list[str], log, progress
                     "diagnose": checks_wanted(bench, state.case),
                 }
                 timeout = limits.trial_timeout_s(measure.asdict(settings))
-                record = worker.checks(state.case, params, timeout_s=timeout)
-                state.apply_checks(record)
+                state.apply_checks(workers.get().checks(state.case, params, timeout_s=timeout))
             bench.record(state.result)
-    except BaseException:  # interrupted: the worker goes too
-        if worker is not None and worker.alive():
-            worker.proc.kill()
-        raise
-    finally:
-        if worker is not None:
-            worker.close()
 
 
 def measure_in_workers(bench: BenchSession, items: list) -> None:

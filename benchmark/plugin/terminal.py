@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from benchmark.analysis.summary import DIAGNOSTICS, diagnostic_kind
+from benchmark.config.selection import csv
 from benchmark.execution import measure
 from benchmark.execution.replies import TrialRecord
 from benchmark.instructions.callgrind import spread
 from benchmark.metrics import METRICS, TIME, get_metric
-from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
 from benchmark.records import Stats
 

@@ -23,14 +23,22 @@ from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import Alert, simulate_online
 from benchmark.analysis.segmentation import ChangePoint, segment
 from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_compare
-from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
+from benchmark.gate.settings import (
+    DEFAULT_GATES_PATH,
+    GateDefaults,
+    GateError,
+    Gates,
+    load_gates,
+    with_min_effect,
+)
 from benchmark.metrics import TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
 from benchmark.records import HistoryPoint, process_probe
 from benchmark.report import text as words
 
-DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
-DEFAULT_ALPHA = 0.01
+# The gate's built-in defaults (benchmark/gate/settings.py); configs/gates.yaml's are read when it exists.
+DEFAULT_MIN_EFFECT = GateDefaults().min_effect
+DEFAULT_ALPHA = GateDefaults().alpha
 RECENT_RUNS = 7  # an alert this many runs old or newer sets a series' status
 MIN_RUNS_TO_TEST = 8  # the online gate's `min_history`
 FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history analysis
@@ -56,7 +64,7 @@ STATUS_ORDER = (
 
 
 def default_min_effect(project_root: str | Path | None = None) -> float:
-    """`defaults.min_effect` of configs/gates.yaml when it is readable, else 0.05."""
+    """`defaults.min_effect` of configs/gates.yaml when it is readable, else the built-in default."""
     path = Path(project_root) / "configs" / "gates.yaml" if project_root else DEFAULT_GATES_PATH
     try:
         return load_gates(path).spec.defaults.min_effect

@@ -142,8 +142,8 @@ def torch_timing(case, settings) -> dict[str, Any]:
     """Time the case's torch equivalent with the same warmup, calibration and sync: its median
     seconds per iteration (the caller forms the paddle/torch ratio), or why it was skipped."""
     from benchmark import runners
+    from benchmark.config.selection import as_torch_case
     from benchmark.execution import measure
-    from benchmark.plugin.selection import as_torch_case
 
     ok, reason = runners.framework_available("torch")
     if ok:

@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from benchmark.analysis.summary import median_ci
 from benchmark.environment import MachineDescription, RunDescription, fingerprint
 from benchmark.model import CaseResult
+from benchmark.records import config_hash
 from benchmark.store.core import Store
 from benchmark.store.export import PYTEST_BENCHMARK_STATS
 from benchmark.store.import_checks import (
@@ -41,7 +42,7 @@ from benchmark.store.import_checks import (
     header_problems,
     kind_of,
 )
-from benchmark.store.models import RUN, json_serializer
+from benchmark.store.models import RUN
 
 IMPORT_TRIGGER = "import"
 # Appended to an imported run's machine fingerprint (the column holds 64 characters).
@@ -359,7 +360,7 @@ def result_from_benchmark(bench: Mapping[str, Any]) -> dict[str, Any]:
         "place": extra_info.get("place") or "cpu",
         "mode": extra_info.get("mode") or "pytest-benchmark",
         "config": config,
-        "config_hash": hashlib.sha256(json_serializer(config).encode()).hexdigest()[:16],
+        "config_hash": config_hash(config),
         "status": "ok",
         "unit": "s",
         "samples": samples,

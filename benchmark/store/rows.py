@@ -5,7 +5,6 @@ stored rows back as those records."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import time
 import zlib
@@ -14,7 +13,7 @@ from typing import Any
 
 from benchmark.environment import RunDescription
 from benchmark.model import CaseResult
-from benchmark.records import ProcessValue
+from benchmark.records import ProcessValue, config_hash
 from benchmark.results import bad_timings, timing_problem
 from benchmark.store.models import (
     RESULT_STATUSES,
@@ -43,8 +42,7 @@ def as_dict(result: CaseResult) -> dict[str, Any]:
         if not data.get(key):
             raise ValueError(f"a result needs {key!r}; got keys {sorted(data)}")
     if not data.get("config_hash"):
-        blob = json_serializer(data.get("config") or {})
-        data["config_hash"] = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        data["config_hash"] = config_hash(data.get("config") or {})
     return data
 
 

@@ -1,16 +1,20 @@
-"""Which cases a run takes: --bench-place/--bench-tags/--bench-modes selection, --bench-shard,
-and the torch variant of an op case (--bench-framework torch). Pure functions over Case records
-(no pytest import: the worker processes use `as_torch_case` too)."""
+"""Which cases a run takes, for the suite (--bench-place/--bench-tags/--bench-modes, --bench-shard)
+and the commands that run cases in other environments (`benchmark compare`, `benchmark bisect`:
+--place, --tags, --modes, -k), and the torch variant of an op case (--bench-framework torch, in
+the worker processes too). Pure functions over Case records."""
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
 import hashlib
+from collections.abc import Callable
 
-from benchmark.config.expand import config_hash
+from _pytest.mark.expression import Expression
+
 from benchmark.config.schema import OPT_IN_TAGS
 from benchmark.model import Case
+from benchmark.records import config_hash
 
 
 def csv(value: str | None) -> list[str] | None:
@@ -19,11 +23,22 @@ def csv(value: str | None) -> list[str] | None:
 
 
 def select_cases(
-    cases: list[Case], places: list[str] | None, tags: list[str] | None, modes: list[str] | None
+    cases: list[Case],
+    places: list[str] | None,
+    tags: list[str] | None,
+    modes: list[str] | None,
+    keyword: str | None = None,
 ) -> list[Case]:
-    """The cases on any of `places` (globs allowed), in any of `modes`, carrying any of `tags`;
-    without `tags`, every case not tagged with an opt-in tag ('slow', 'pb': the legacy corpus); the
-    tag 'all' takes every case."""
+    """The cases on any of `places` (globs allowed), in any of `modes`, carrying any of `tags` and
+    whose id matches `keyword` (pytest's -k: substrings of the id with and/or/not); without `tags`,
+    every case not tagged with an opt-in tag ('slow', 'pb': the legacy corpus); the tag 'all' takes
+    every case. Raises ValueError for a malformed `keyword`."""
+    expr = None
+    if keyword:
+        try:
+            expr = Expression.compile(keyword)
+        except (SyntaxError, ValueError) as e:  # ParseError before pytest 8.4, SyntaxError since
+            raise ValueError(f"-k {keyword!r}: {e}") from None
     selected = []
     for c in cases:
         if places and not any(c.place == p or fnmatch.fnmatch(c.place, p) for p in places):
@@ -34,8 +49,19 @@ def select_cases(
             continue
         if tags and "all" not in tags and not set(tags) & set(c.tags):
             continue
+        if expr is not None and not expr.evaluate(_id_matcher(c.id)):
+            continue
         selected.append(c)
     return selected
+
+
+def _id_matcher(case_id: str) -> Callable[..., bool]:
+    """pytest's -k matching: a name matches when it is a substring of the case id (any case)."""
+
+    def match(name: str, /, **kwargs: object) -> bool:
+        return name.lower() in case_id.lower()
+
+    return match
 
 
 def shard_cases(cases: list[Case], spec: str) -> list[Case]:
