@@ -54,18 +54,8 @@ def _suite(db: str, extra: list[str]) -> list[str]:
 
 
 def _gate(db: str, env: dict[str, str], *flags: str) -> tuple[int, list[str]]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmark.cli",
-        "gate",
-        "--run",
-        "latest",
-        "--db",
-        db,
-        "--format=json",
-        *flags,
-    ]
+    judge = [sys.executable, "-m", "benchmark.cli", "gate", "--format=json"]
+    cmd = [*judge, "--run", "latest", "--db", db, *flags]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:
         decisions = json.loads(proc.stdout).get("decisions", [])

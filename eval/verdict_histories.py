@@ -81,17 +81,8 @@ def hook_installed() -> bool:
 
 
 def gate(db: Path, run: str = "latest") -> tuple[int, dict]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmark.cli",
-        "gate",
-        "--run",
-        run,
-        "--db",
-        f"sqlite:///{db}",
-        "--format=json",
-    ]
+    judge = [sys.executable, "-m", "benchmark.cli", "gate", "--format=json"]
+    cmd = [*judge, "--run", run, "--db", f"sqlite:///{db}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     try:
         data = json.loads(proc.stdout)
