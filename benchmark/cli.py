@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import os
 import pkgutil
 import sys
+
+HELP_WIDTH = 100  # every --help fits 100 columns, whatever the terminal (tests/test_cli_doc.py)
 
 
 def command_modules() -> list[str]:
@@ -26,6 +29,7 @@ def command_modules() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="benchmark",
+        formatter_class=functools.partial(argparse.HelpFormatter, width=HELP_WIDTH),
         description="Benchmark harness and regression tracker for PaddlePaddle. "
         "Run the suite with `pytest benchmark/`; use these commands to validate configs and to "
         "read, compare and gate the history.",
@@ -33,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in command_modules():
         importlib.import_module(name).register(sub)
+    for command in sub.choices.values():
+        command.formatter_class = functools.partial(command.formatter_class, width=HELP_WIDTH)
     return parser
 
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python
 """Time `benchmark detect` on a long series and measure its peak memory (issue 13).
 
-    python benchmarks/detect_scale.py                 # 10^5 runs: wall time of `detect --json` (target <= 5 s)
+    python benchmarks/detect_scale.py                 # 10^5 runs: wall time of `detect --format json` (target <= 5 s)
     python benchmarks/detect_scale.py --runs 1000000  # 10^6 runs: peak resident memory stays bounded
 
 The series is white noise at 1% around 1.0 with a +-10% step every 20 000 runs and a one-run
 +15% spike every 5 000 runs, written to a CSV in the temp dir. The command runs in a fresh
-process (`python -m benchmark.cli detect FILE --json`); the script prints its wall and CPU time, its peak
+process (`python -m benchmark.cli detect FILE --format json`); the script prints its wall and CPU time, its peak
 resident set size (from `resource.getrusage(RUSAGE_CHILDREN)`, Linux: KiB), the number of change
 points and alerts, and whether the output parses as strict JSON (no bare NaN). Timings depend on the
 machine and its load; compare runs on one machine.
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         write_csv(path, args.runs)
         t0 = time.perf_counter()
         out = subprocess.run(
-            [sys.executable, "-m", "benchmark.cli", "detect", path, "--json"],
+            [sys.executable, "-m", "benchmark.cli", "detect", path, "--format", "json"],
             capture_output=True,
             text=True,
             check=False,
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
         doc = json.loads(out.stdout, parse_constant=strict)
         print(
-            f"runs {args.runs}: detect --json {wall:.2f} s wall ({cpu:.2f} s CPU), "
+            f"runs {args.runs}: detect --format json {wall:.2f} s wall ({cpu:.2f} s CPU), "
             f"peak RSS {peak_kib / 1024:.0f} MiB, "
             f"{len(doc['change_points'])} change points, {len(doc['alerts'])} alerts, strict JSON"
         )

@@ -4,7 +4,7 @@ it, and for no other? (issue 48)
 Runs the small model set (`--bench-tags model_ci`, CPU, quick settings) `--runs` times unchanged
 into a fresh history, then once more with relu's output multiplied by 1 + 1e-3 in every process
 (eval/perturb/sitecustomize.py on PYTHONPATH, BENCHMARK_PERTURB=relu), and judges the last
-unchanged run and the perturbed run with `benchmark gate --json`. A model "uses relu" where its
+unchanged run and the perturbed run with `benchmark gate --format json`. A model "uses relu" where its
 registry entry says so (`ModelEntry.uses`, benchmark/runners/models/). Prints one row per case and
 exits 0 when the perturbed run is `wrong` exactly for the relu models and the unchanged run has no
 `wrong` at all.
@@ -48,7 +48,18 @@ def _suite(url: str, modes: str, perturb: str | None, log: Path, processes: int 
 def _gate(url: str, baseline: int | None = None) -> dict[str, dict]:
     versus = ["--baseline", str(baseline)] if baseline else []
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmark.cli", "gate", "--db", url, "--run", "latest", "--json", *versus],
+        [
+            sys.executable,
+            "-m",
+            "benchmark.cli",
+            "gate",
+            "--db",
+            url,
+            "--run",
+            "latest",
+            "--format=json",
+            *versus,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ in this order: on-run 1, off-run 1, on-run 2, off-run 2, ... while there are off
 a busy Python loop at normal priority, started before the run and killed after it.
 
 * An *on-run* times the probe (the default) and goes into DIR/on.sqlite; after each, in fresh
-  processes, `benchmark gate --run latest --json` judges it adjusted (the default) and with
+  processes, `benchmark gate --run latest --format json` judges it adjusted (the default) and with
   `--no-probe-adjust` (raw). The history starts empty, so the young series' rule judges the first
   runs and the history detector the later ones.
 * An *off-run* runs with `--bench-no-probe` into DIR/off.sqlite: its wall time beside the on-run
@@ -54,7 +54,8 @@ def _suite(db: str, extra: list[str]) -> list[str]:
 
 
 def _gate(db: str, env: dict[str, str], *flags: str) -> tuple[int, list[str]]:
-    cmd = [sys.executable, "-m", "benchmark.cli", "gate", "--run", "latest", "--db", db, "--json", *flags]
+    judge = [sys.executable, "-m", "benchmark.cli", "gate", "--format=json"]
+    cmd = [*judge, "--run", "latest", "--db", db, *flags]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:
         decisions = json.loads(proc.stdout).get("decisions", [])

@@ -38,7 +38,7 @@ def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def gate(db: str, env: dict[str, str], baseline: str | None) -> tuple[int, dict]:
-    cmd = [sys.executable, "-m", "benchmark.cli", "gate", "--run", "latest", "--db", db, "--json"]
+    cmd = [sys.executable, "-m", "benchmark.cli", "gate", "--run", "latest", "--db", db, "--format", "json"]
     if baseline is not None:
         cmd += ["--baseline", baseline]
     proc = run(cmd, env)

@@ -8,7 +8,7 @@ figures on both (issue "A verdict the machine cannot fake").
 
 `record` builds each history from an empty SQLite file (DIR/h1.sqlite, ...), one suite run after
 another (`pytest benchmark/ -k SELECTION --bench-place cpu --bench-instructions`, in a fresh
-process), each followed by `benchmark gate --run latest --json`; `--neighbour-in K` runs
+process), each followed by `benchmark gate --run latest --format json`; `--neighbour-in K` runs
 eval/neighbour.py (both cores busy 10 s of every 30 s) beside every run of history K.
 
 `inject` copies a recorded history (DIR/hT.sqlite, T cycling over the histories) to DIR/iN.sqlite
@@ -81,7 +81,8 @@ def hook_installed() -> bool:
 
 
 def gate(db: Path, run: str = "latest") -> tuple[int, dict]:
-    cmd = [sys.executable, "-m", "benchmark.cli", "gate", "--run", run, "--db", f"sqlite:///{db}", "--json"]
+    judge = [sys.executable, "-m", "benchmark.cli", "gate", "--format=json"]
+    cmd = [*judge, "--run", run, "--db", f"sqlite:///{db}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     try:
         data = json.loads(proc.stdout)

@@ -75,7 +75,7 @@ def test_bisect_builds_the_commits_of_a_repository_with_the_users_command(tmp_pa
     out = tmp_path / "b.json"
 
     proc = bisect(str(config), "--repo", str(repo), "--good", commits[0], "--bad", commits[-1],
-                  "--build", f"{sys.executable} build_wheel.py", "--base", sys.executable,
+                  "--build", f"{sys.executable} build_wheel.py", "--base-python", sys.executable,
                   "--json", str(out), "--no-store", cwd=tmp_path, env=env)  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     doc = json.loads(out.read_text())

@@ -156,7 +156,7 @@ def test_each_command_lives_in_the_module_named_after_it():
 
 def test_detect_reads_a_csv_in_the_working_directory(tmp_path, monkeypatch, capsys):
     (tmp_path / "s.csv").write_text("value\n" + "\n".join(["1.0"] * 10) + "\n")
-    status, out, err = in_folder(monkeypatch, tmp_path, "detect", "s.csv", "--json", capsys=capsys)
+    status, out, err = in_folder(monkeypatch, tmp_path, "detect", "s.csv", "--format", "json", capsys=capsys)
     assert status == 0, err
     assert json.loads(out) == {"change_points": [], "alerts": []}
     assert _tree(tmp_path) == ["s.csv"]

@@ -73,7 +73,7 @@ def test_validate_without_paddle_resolution_still_checks_form(tmp_path, cli_here
 
 
 def test_list_shows_ids_hashes_and_sources(cli_here):
-    proc = cli_here("list", "--tag", "smoke")
+    proc = cli_here("list", "--tags", "smoke")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     assert lines and all("smoke" in line for line in lines)

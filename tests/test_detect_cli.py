@@ -40,7 +40,7 @@ def step_series(n=100, at=60, size=0.10, seed=0):
 
 def test_json_shape_and_exit_0(tmp_path, capsys):
     csv = write_series(tmp_path / "s.csv", step_series())
-    assert main(["detect", str(csv), "--json"]) == 0
+    assert main(["detect", str(csv), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"change_points", "alerts"}
     assert doc["change_points"] == [
@@ -75,7 +75,7 @@ def test_every_alert_says_whether_and_where_the_level_came_back(tmp_path, capsys
     v = step_series(size=0.0, seed=4)
     v[60:63] *= 1.15  # three slow runs, then back
     csv = write_series(tmp_path / "s.csv", v, labels=False)
-    assert main(["detect", str(csv), "--json", "--min-effect", "0.05"]) == 0
+    assert main(["detect", str(csv), "--format", "json", "--min-effect", "0.05"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (alert,) = doc["alerts"]
     assert alert["change_index"] == 60 and alert["reverted_at"] == 63
@@ -90,7 +90,7 @@ def test_a_lone_outlier_raises_nothing(tmp_path, capsys):
     v[70] *= 1.15
     v[69] *= 1.025  # and the run before it slightly slow
     csv = write_series(tmp_path / "s.csv", v)
-    assert main(["detect", str(csv), "--json", "--min-effect", "0.05"]) == 0
+    assert main(["detect", str(csv), "--format", "json", "--min-effect", "0.05"]) == 0
     assert json.loads(capsys.readouterr().out) == {"change_points": [], "alerts": []}
 
 
@@ -99,7 +99,7 @@ def test_json_is_strict_even_when_a_change_has_no_relative_size(tmp_path, capsys
     v = np.r_[np.zeros(40), np.ones(20)] + np.random.default_rng(0).normal(0, 0.01, 60)
     v[:40] -= np.median(v[:40])
     csv = write_series(tmp_path / "s.csv", v)
-    assert main(["detect", str(csv), "--json", "--min-effect", "0"]) == 0
+    assert main(["detect", str(csv), "--format", "json", "--min-effect", "0"]) == 0
     out = capsys.readouterr().out
     doc = json.loads(out, parse_constant=lambda x: pytest.fail(f"bare {x} in {out}"))
     assert doc["change_points"][0]["index"] == 40
@@ -112,7 +112,7 @@ def test_environment_changes_are_candidate_change_points(tmp_path, capsys):
         f"{float(x)!r},{'driver 550' if i < 60 else 'driver 560'}" for i, x in enumerate(v)
     ]
     path.write_text("\n".join(rows) + "\n")
-    assert main(["detect", str(path), "--json"]) == 0
+    assert main(["detect", str(path), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["change_points"][0]["event"] == "driver 550 -> driver 560"
     (alert,) = doc["alerts"]
@@ -124,10 +124,10 @@ def test_environment_changes_are_candidate_change_points(tmp_path, capsys):
 
 def test_higher_is_better_and_min_effect(tmp_path, capsys):
     csv = write_series(tmp_path / "s.csv", step_series(size=0.10), labels=False)
-    assert main(["detect", str(csv), "--json", "--higher-is-better"]) == 0
+    assert main(["detect", str(csv), "--format", "json", "--higher-is-better"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [c["direction"] for c in doc["change_points"]] == ["improvement"]
-    assert main(["detect", str(csv), "--json", "--min-effect", "0.2"]) == 0
+    assert main(["detect", str(csv), "--format", "json", "--min-effect", "0.2"]) == 0
     assert json.loads(capsys.readouterr().out) == {"change_points": [], "alerts": []}
 
 
@@ -136,7 +136,7 @@ def test_samples_column_is_read(tmp_path, capsys):
     v = step_series(size=0.02)
     samples = [x * np.exp(rng.normal(0, 0.3, 8)) for x in v]  # very noisy inside each run
     csv = write_series(tmp_path / "s.csv", v, samples=samples)
-    assert main(["detect", str(csv), "--json"]) == 0
+    assert main(["detect", str(csv), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["alerts"] == []
 
 
@@ -189,7 +189,9 @@ def test_bad_min_effect_is_a_usage_error():
 def test_real_command_line(tmp_path):
     csv = write_series(tmp_path / "s.csv", step_series())
     run = [sys.executable, "-m", "benchmark.cli", "detect"]
-    ok = subprocess.run([*run, str(csv), "--json"], cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [*run, str(csv), "--format=json"], cwd=PROJECT, capture_output=True, text=True, timeout=120
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["change_points"][0]["index"] == 60
     bad = subprocess.run(

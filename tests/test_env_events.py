@@ -251,7 +251,7 @@ def test_the_gate_and_the_markdown_report_attribute_a_step_to_the_upgrade(db_url
     assert f"level changed at run {upgraded} (after {label})" in failing
     assert f"environment: run {upgraded}: after {label} (1 series: op.add [gpu dynamic])" in out.splitlines()
 
-    assert main(["gate", "--db", db_url, "--run", str(last), "--json"]) == 1
+    assert main(["gate", "--db", db_url, "--run", str(last), "--format", "json"]) == 1
     (d,) = json.loads(capsys.readouterr().out)["decisions"]
     assert d["change_run_id"] == upgraded and d["events"] == [[upgraded, label]]
 

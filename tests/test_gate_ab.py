@@ -169,7 +169,7 @@ def test_two_recorded_runs_of_identical_code_pass_the_ab(tmp_path, capsys):
             st.add_results(run_id, [_result(c, _run(rng, 3, level)) for c, level in CASES.items()])
             st.finish_run(run_id)
     for args in ([], ["--baseline", "1"]):
-        assert main(["gate", "--db", url, "--run", "2", "--json", *args]) == 0
+        assert main(["gate", "--db", url, "--run", "2", "--format", "json", *args]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert doc["passed"] and doc["notice"] is None
         kinds = {d["evidence_kind"] for d in doc["decisions"]}

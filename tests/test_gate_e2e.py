@@ -153,7 +153,8 @@ def test_gate_passes_a_steady_history_then_fails_exactly_the_regressed_case(hist
     assert "PASSED benchmark/test_cases.py::test_case[g_abs-cpu-dynamic]" in out
     assert "REGRESSION" in out and "online detector" in out
 
-    judged = gate(tmp, url, "--run", "latest", "--json")  # the one gate of this file in its own process
+    # the one gate of this file in its own process
+    judged = gate(tmp, url, "--run", "latest", "--format", "json")
     assert judged.returncode == 1, judged.stderr
     decisions = {d["case_id"]: d for d in json.loads(judged.stdout)["decisions"]}
     assert decisions["g_abs"]["verdict"] == "regression" and decisions["g_abs"]["effect"] > 3.0

@@ -57,7 +57,7 @@ def _record(url: str, r: int, rng, model_factor: float = 1.0) -> int:
 
 
 def _gate(url: str, run_id: int, capsys) -> tuple[int, dict]:
-    code = main(["gate", "--db", url, "--run", str(run_id), "--json"])
+    code = main(["gate", "--db", url, "--run", str(run_id), "--format", "json"])
     return code, json.loads(capsys.readouterr().out)
 
 

@@ -1,7 +1,7 @@
 """Young series (fewer runs than the history detector needs) are judged against their level, every
 earlier run since the last change, not only the previous run; and a regression raised on a young
 series keeps failing the gate on every later run until it comes back (issue 29, part 3). A real
-SQLite history and `benchmark gate --json`, on synthetic worker-process values."""
+SQLite history and `benchmark gate --format json`, on synthetic worker-process values."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _record(
 
 
 def _gate(url: str, run_id: int, capsys) -> dict[str, dict]:
-    main(["gate", "--db", url, "--run", str(run_id), "--json"])
+    main(["gate", "--db", url, "--run", str(run_id), "--format", "json"])
     return {d["case_id"]: d for d in json.loads(capsys.readouterr().out)["decisions"]}
 
 

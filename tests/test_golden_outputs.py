@@ -4,7 +4,7 @@
 of two real runs of `pytest benchmark/ --bench-tags smoke --bench-quick` (paddle on CPU) stored in
 one SQLite history. The test imports both into a fresh SQLite file (`benchmark import --as-baseline`,
 so the second run is judged against the first) and renders, through `benchmark`'s own entry point:
-the exports (JSON, CSV, pytest-benchmark JSON), `benchmark gate` as text (`--all`) and `--json`,
+the exports (JSON, CSV, pytest-benchmark JSON), `benchmark gate` as text (`--all`) and `--format json`,
 and `benchmark report --format md`. Each must equal its file in `tests/data/golden/` byte for byte.
 
 Normalised, as inherently variable: the fresh history's path (a temporary directory) becomes `<DB>`
@@ -46,7 +46,7 @@ RENDERINGS: dict[str, list[str]] = {
     "export_run1_pytest_benchmark.json": ["export", "--run", "1", "--format", "json", "--pytest-benchmark"],
     # run 2 by id: "latest" is the latest run of the suite, never an imported one
     "gate.txt": ["gate", "--all", "--run", "2"],
-    "gate.json": ["gate", "--json", "--run", "2"],
+    "gate.json": ["gate", "--format", "json", "--run", "2"],
     "report.md": ["report", "--format", "md", "--run", "2"],
 }
 

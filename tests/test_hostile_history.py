@@ -112,7 +112,7 @@ def test_an_unknown_metric_is_skipped_with_one_line_and_every_other_row_renders(
     for argv in (
         ["report", "--format", "md", "--jobs", "1"],
         ["report", "--format", "html", "--all-plots", "--out", str(tmp_path / "html"), "--jobs", "1"],
-        ["plot", "--out", str(tmp_path / "plots"), "--format", "png", "--jobs", "1"],
+        ["plot", "--out", str(tmp_path / "plots"), "--plot-format", "png", "--jobs", "1"],
     ):
         code, out, err = main(capsys, *argv, "--db", str(history))
         assert code == 0, err
@@ -139,7 +139,7 @@ def test_the_gate_still_refuses_a_run_with_an_unknown_metric(exported, history, 
 def test_a_mathtext_case_id_is_plotted_as_plain_text(exported, history, tmp_path, capsys):
     path = doctored(exported, tmp_path, "math", lambda d: rename_case(d, 0, MATH))
     assert main(capsys, "import", str(path), "--db", str(history))[0] == 0
-    code, out, err = main(capsys, "plot", MATH, "--out", str(tmp_path / "plots"), "--format", "png,svg",
+    code, out, err = main(capsys, "plot", MATH, "--out", str(tmp_path / "plots"), "--plot-format", "png,svg",
                           "--jobs", "1", "--db", str(history))  # fmt: skip
     assert code == 0, err
     assert out.startswith("1 plot(s), 2 file(s)")

@@ -67,7 +67,7 @@ def suite(db: Path, summary: Path) -> None:
 
 def gate_json(db: Path, run_id: int, capsys, *flags: str) -> dict:
     capsys.readouterr()
-    cli.main(["gate", "--run", str(run_id), "--json", "--all", "--db", f"sqlite:///{db}", *flags])
+    cli.main(["gate", "--run", str(run_id), "--format", "json", "--all", "--db", f"sqlite:///{db}", *flags])
     return json.loads(capsys.readouterr().out)
 
 

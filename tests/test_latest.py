@@ -32,7 +32,7 @@ def _history(url, machine, triggers: list[tuple[str, str | None]]) -> list[int]:
 
 def _gate(capsys, url, *args) -> tuple[int, dict]:
     capsys.readouterr()
-    code = main(["gate", "--json", "--all", "--db", url, *args])
+    code = main(["gate", "--format", "json", "--all", "--db", url, *args])
     return code, json.loads(capsys.readouterr().out)
 
 

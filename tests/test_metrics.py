@@ -106,7 +106,7 @@ def test_a_metric_defined_in_one_place_is_stored_judged_and_reported(peak_rss, t
     assert line.startswith("REGRESSION") and "[cpu infer] peak_rss" in line, text
     assert "peak resident memory +10.00% against the level (minimum effect 5.0%" in line, line
     assert "peak_rss level: 4 run(s) from run" in line and "peak resident memory changed at this run" in line
-    assert main(["gate", "--db", url, "--run", str(runs[-1]), "--json"]) == 1
+    assert main(["gate", "--db", url, "--run", str(runs[-1]), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     (d,) = [x for x in doc["decisions"] if x["case_id"] == "resnet18-infer"]
     assert (d["metric"], d["unit"], d["evidence_kind"], d["min_effect"]) == (

@@ -57,7 +57,7 @@ def _record(url: str, day: int, results: list[CaseResult]) -> int:
 
 
 def _gate(url: str, run_id: int, capsys) -> tuple[int, dict[str, dict]]:
-    code = main(["gate", "--db", url, "--run", str(run_id), "--json"])
+    code = main(["gate", "--db", url, "--run", str(run_id), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     return code, {d["case_id"]: d for d in doc["decisions"]}
 

@@ -352,7 +352,7 @@ def test_the_report_names_each_failing_case_its_builds_commits_and_the_upstream_
         ([], "give --index-url URL|DIR (the builds to follow) or --python PYTHON"),
         (["--python", sys.executable, "--backfill", "2"], "--backfill and --version install builds"),
         (["--index-url", "x", "--repo", "."], "--repo needs --build CMD"),
-        (["--index-url", "x", "--build", "make"], "--build and --base go with --repo"),
+        (["--index-url", "x", "--build", "make"], "--build and --base-python go with --repo"),
         (["--index-url", "x", "--budget-min", "0"], "--budget-min must be a positive number of minutes"),
     ],
 )

@@ -88,7 +88,7 @@ def test_a_step_between_two_builds_is_narrowed_over_the_commits_between_their_pa
     assert first["build"]["commit"] == commits[0]
     paddle_build(idx, "1.1", hook=commit_hook(commits[3], slow=True))
     proc, failed = night(
-        "--repo", str(repo), "--build", f"{sys.executable} build_wheel.py", "--base", sys.executable
+        "--repo", str(repo), "--build", f"{sys.executable} build_wheel.py", "--base-python", sys.executable
     )
     assert proc.returncode == 1, proc.stdout
     (b,) = failed["bisections"]

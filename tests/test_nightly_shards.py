@@ -67,7 +67,7 @@ def test_two_shards_passed_on_as_backups_are_gated_as_one_run(tmp_path):
         stored = sorted((r.case_id, r.place, r.mode, r.status) for i in run_ids for r in store.results(i))
     assert stored == sorted(cases)
 
-    gate = benchmark("gate", "--run-group", GROUP, "--json", "--all", "--db", f"sqlite:///{restored}")
+    gate = benchmark("gate", "--run-group", GROUP, "--format=json", "--all", "--db", f"sqlite:///{restored}")
     assert gate.returncode == 0, gate.stdout + gate.stderr
     judged = json.loads(gate.stdout)
     assert judged["run"] == run_ids and judged["passed"] is True

@@ -131,7 +131,7 @@ def test_an_oversized_case_file_is_refused(repo, tmp_path):
     (repo / "configs/ops/big.yaml").write_text(CASE + "#" * 5000 + "\n")
     commit(repo)
     assert scope_of(repo)[0] == "data"
-    proc = configs_of(repo, tmp_path / "out", "--max-bytes", "4096")
+    proc = configs_of(repo, tmp_path / "out", "--max-file-bytes", "4096")
     assert proc.returncode == 2
     assert proc.stderr.strip().endswith("a case file may have at most 4096")
     assert not (tmp_path / "out").exists()

@@ -1,5 +1,5 @@
 """The gate's adjustment by the reference probe (issue 29, part 1): a real SQLite history and
-`benchmark gate --json`, on synthetic worker-process values whose runs drift with the machine, the
+`benchmark gate --format json`, on synthetic worker-process values whose runs drift with the machine, the
 probe timed beside them drifting alike.
 
 What it must do: take the machine's drift out where the series' history shows it follows the
@@ -49,7 +49,7 @@ def _record(url: str, r: int, rng, *, machine: float, framework: float = 1.0, on
 
 
 def _gate(url: str, run_id: int, capsys, *flags: str) -> dict[str, dict]:
-    main(["gate", "--db", url, "--run", str(run_id), "--json", *flags])
+    main(["gate", "--db", url, "--run", str(run_id), "--format", "json", *flags])
     return {d["case_id"]: d for d in json.loads(capsys.readouterr().out)["decisions"]}
 
 
@@ -243,6 +243,6 @@ def test_a_run_on_a_machine_much_slower_than_usual_is_named_with_its_probe(url, 
     assert "slower than usual while it ran, so its regressions may be the machine's" in line
     ratio = float(line.split("ms, ")[1].split("x the median")[0])
     assert ratio == pytest.approx(1.8, rel=0.03)
-    main(["gate", "--db", url, "--run", str(slow), "--json"])
+    main(["gate", "--db", url, "--run", str(slow), "--format", "json"])
     speed = json.loads(capsys.readouterr().out)["machine"][str(slow)]
     assert speed["unusual"] and speed["runs"] == 7 and speed["ratio"] == pytest.approx(ratio, abs=0.006)

@@ -238,7 +238,7 @@ def test_cli_plot_a_run(history, capsys, tmp_path):
             "latest",
             "--out",
             str(tmp_path / "p"),
-            "--format",
+            "--plot-format",
             "png",
             "--db",
             url,

@@ -93,7 +93,7 @@ def test_the_gate_fails_a_lone_regression_in_a_large_suite_and_keeps_failing_whi
             st.add_results(run_id, [_result(c, 20e-6 * (factor if c == SLOW else 1.0), rng) for c in CASES])
             st.finish_run(run_id)
         if r >= 16:
-            code = main(["gate", "--db", url, "--run", str(run_id), "--json", "--gates", str(gates)])
+            code = main(["gate", "--db", url, "--run", str(run_id), "--format=json", "--gates", str(gates)])
             doc = json.loads(capsys.readouterr().out)
             decisions = {d["case_id"]: d for d in doc["decisions"]}
             failing = sorted(c for c, d in decisions.items() if d["verdict"] in ("regression", "error"))

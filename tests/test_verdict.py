@@ -60,7 +60,7 @@ def _run(url: str, r: int, rng, *, place: str = "cpu", times=None, counts=None, 
 
 
 def _gate(url: str, run_id: int, capsys, *flags: str) -> tuple[int, dict]:
-    code = main(["gate", "--db", url, "--run", str(run_id), "--json", *flags])
+    code = main(["gate", "--db", url, "--run", str(run_id), "--format", "json", *flags])
     doc = json.loads(capsys.readouterr().out)
     return code, {(d["case_id"], d["metric"]): d for d in doc["decisions"]}
 

@@ -1,7 +1,7 @@
 """One number per change: every view of one real two-run history says the same status and effect.
 
 The history is the golden one (tests/data/golden: two real runs of the smoke suite, the second
-judged against the first). For every case, `benchmark gate` (text), `benchmark gate --json`, the
+judged against the first). For every case, `benchmark gate` (text), `benchmark gate --format json`, the
 Markdown report, the dashboard (its index row and the series page) and the trend plot's title
 must give the same status and the same effect with its interval, all rendered through `benchmark`'s
 own entry point.
@@ -67,7 +67,7 @@ def gate_text(db: str) -> dict[Key, tuple[str, str]]:
 
 
 def gate_json(db: str) -> dict[Key, tuple[str, str]]:
-    decisions = json.loads(_benchmark("gate", "--json", "--run", "2", "--db", db))["decisions"]
+    decisions = json.loads(_benchmark("gate", "--format", "json", "--run", "2", "--db", db))["decisions"]
     return {
         (d["case_id"], d["place"], d["mode"]): (GATE_WORDS[d["verdict"].upper()],
                                                 effect(d["effect"], d["ci_low"], d["ci_high"]))
@@ -112,7 +112,7 @@ def dashboard(db: str, out: Path) -> tuple[dict[Key, tuple[str, str]], dict[Key,
 def plot_titles(db: str, out: Path) -> dict[Key, tuple[str, str]]:
     # text as text in the SVG files, so the titles can be read back
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        _benchmark("plot", "--out", str(out), "--format", "svg", "--jobs", "1", "--db", db)
+        _benchmark("plot", "--out", str(out), "--plot-format", "svg", "--jobs", "1", "--db", db)
     titles = {}
     for svg in out.glob("*.trend.svg"):
         texts = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg.read_text())]
@@ -127,12 +127,12 @@ def plot_titles(db: str, out: Path) -> dict[Key, tuple[str, str]]:
 def test_every_view_gives_each_case_the_same_status_and_effect(history, tmp_path):
     views = {
         "gate": gate_text(history),
-        "gate --json": gate_json(history),
+        "gate --format json": gate_json(history),
         "Markdown": markdown(history),
         "plot titles": plot_titles(history, tmp_path / "plots"),
     }
     views["dashboard index"], views["dashboard series pages"] = dashboard(history, tmp_path / "dash")
-    reference = views["gate --json"]
+    reference = views["gate --format json"]
     assert len(reference) == 6
     for name, view in views.items():
         assert view == reference, name

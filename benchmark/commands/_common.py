@@ -30,6 +30,7 @@ DB_HELP = (
     "else results/history.sqlite of the project)"
 )
 LATEST = "latest"
+MIN_EFFECT_SOURCE = "configs/gates.yaml"
 
 
 class CommandError(ValueError):
@@ -61,7 +62,7 @@ def add_run(
     *,
     flag: str = "--run",
     default: str | None = LATEST,
-    help: str = "run id, or 'latest' (default)",
+    help: str = "the run: an id or 'latest' (default)",
 ) -> None:
     """`--run ID|latest` (kept as text; :func:`resolve_run` turns it into a stored run id)."""
     parser.add_argument(flag, default=default, metavar="ID", help=help)
@@ -97,6 +98,74 @@ def add_case_selection(parser: argparse.ArgumentParser, *, place: str | None = N
         help="only cases on these places (globs, e.g. cpu or 'gpu*'; default: "
         f"{place or 'all'}; a place this machine lacks is reported as skipped)",
     )
+
+
+def add_format(
+    parser: argparse.ArgumentParser, *, help: str, choices: tuple[str, ...] = ("text", "json")
+) -> None:
+    """`--format NAME`: the format of the command's main output (its first choice the default)."""
+    parser.add_argument("--format", choices=choices, default=choices[0], help=help)
+
+
+def add_min_effect(
+    parser: argparse.ArgumentParser,
+    *,
+    source: str = MIN_EFFECT_SOURCE,
+    also: str = "",
+    type: Callable[[str], float] = float,
+) -> None:
+    """`--min-effect X`: the smallest relative change that counts, the same in every command that
+    judges; its default is `defaults.min_effect` of configs/gates.yaml (:func:`default_min_effect`)."""
+    parser.add_argument(
+        "--min-effect",
+        type=type,
+        default=None,
+        metavar="X",
+        help="smallest relative change that counts, 0.05 = 5%% (default: defaults.min_effect of "
+        f"{source}{also})",
+    )
+
+
+def default_min_effect(gates: str | None = None) -> float:
+    """The default of `--min-effect`: `defaults.min_effect` of the gate settings (`gates`, else
+    configs/gates.yaml), read through the gate settings' own loader."""
+    from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
+
+    return load_gates(gates or DEFAULT_GATES_PATH).spec.defaults.min_effect
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling of an option: one line on stderr, then it stores what the new one would."""
+
+    def __init__(self, option_strings, dest, *, new: str, prog: str, **kwargs) -> None:
+        self.new, self.prog = new, prog
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(
+            f"{self.prog}: {option_string} is deprecated, use {self.new} (removed in the next release)",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, *, const: Any = None) -> None:
+    """Accept `old` as the deprecated spelling of the option `new` of `parser` (already added): it
+    prints `benchmark CMD: OLD is deprecated, use NEW (removed in the next release)` on stderr and
+    stores what NEW would. With `const`, OLD is a flag that stores `const` (`--json` for
+    `--format json`: give `new="--format json"`). Hidden from --help; docs/cli.md lists it."""
+    target = parser._option_string_actions[new.split()[0]]
+    kwargs: dict[str, Any] = {"dest": target.dest, "help": argparse.SUPPRESS, "new": new, "prog": parser.prog}
+    if const is None:
+        kwargs.update(type=target.type, choices=target.choices, metavar=target.metavar)
+    else:
+        kwargs.update(nargs=0, const=const)
+    parser.add_argument(old, action=_Deprecated, **kwargs)
+
+
+def deprecated_actions(parser: argparse.ArgumentParser) -> list[_Deprecated]:
+    """The deprecated spellings `parser` still accepts (for docs/cli.md and its test)."""
+    return [a for a in parser._actions if isinstance(a, _Deprecated)]
 
 
 def add_run_group(parser: argparse.ArgumentParser, *, help: str) -> None:

@@ -27,12 +27,12 @@ def register(sub) -> None:
     )
     p.add_argument("case", metavar="CASE", help="case id or glob (as `benchmark gate` names it)")
     add_run(p, help="the run whose level is accepted: an id or 'latest' (default)")
-    p.add_argument("--place", default="*", help="place or glob (default: every place)")
+    p.add_argument("--place", default="*", help="only cases on this place or glob (default: every place)")
     p.add_argument("--mode", default="*", help="mode or glob (default: every mode)")
     p.add_argument(
         "--metric",
         default="*",
-        help="stored metric or glob: time, instructions, cycles (default: every metric)",
+        help="the metric: a stored metric or glob: time, instructions, cycles (default: every metric)",
     )
     p.add_argument("--by", default=None, help="who acknowledges it (default: the login name)")
     p.add_argument("--why", required=True, help="why the new level is accepted (a sentence, an issue link)")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmark.commands._common import add_case_selection, command
+from benchmark.commands._common import add_case_selection, add_db, command, deprecated_alias
 
 if TYPE_CHECKING:
     from benchmark.bisect.builds import CommitEnvs, EnvCache
@@ -39,13 +39,13 @@ def register(sub) -> None:
     )
     builds = p.add_argument_group("builds (one of)")
     builds.add_argument("--package", default=None, metavar="NAME",
-                        help="bisect the released versions of this package (e.g. paddlepaddle)")  # fmt: skip
+                        help="the package whose released versions are bisected (e.g. paddlepaddle)")  # fmt: skip
     builds.add_argument("--repo", default=None, metavar="DIR",
-                        help="bisect the commits of this git repository (first-parent line), built by --build")  # fmt: skip
+                        help="a git repository whose commits are bisected (first-parent line), built by --build")  # fmt: skip
     builds.add_argument("--build", default=None, metavar="CMD",
                         help="with --repo: a shell command that builds a wheel of $COMMIT into the directory "
                         "$OUT; it runs in a clean worktree of that commit, once per commit")  # fmt: skip
-    builds.add_argument("--base", default=None, metavar="PYTHON",
+    builds.add_argument("--base-python", default=None, metavar="PYTHON",
                         help="with --repo: install each commit's wheels without dependencies over this "
                         "interpreter's packages (default: with their dependencies, from the index)")  # fmt: skip
     builds.add_argument(
@@ -64,34 +64,34 @@ def register(sub) -> None:
                         help="with --package: the package index (default PyPI; Paddle's own index for GPU "
                         "builds)")  # fmt: skip
     builds.add_argument("--python", action="append", default=[], metavar="PYTHON", dest="python",
-                        help="a build's interpreter (VENV/bin/python); repeat it, oldest first")  # fmt: skip
+                        help="an interpreter to measure: a build's (VENV/bin/python); repeat it, oldest first")  # fmt: skip
     builds.add_argument("--pythons", nargs="+", default=[], metavar="PYTHON",
                         help="the builds' interpreters at once, oldest first (takes every argument after it: "
                         "give CONFIGs before it, or use --python)")  # fmt: skip
+    deprecated_alias(p, "--base", "--base-python")
     add_case_selection(p, place="cpu")
     p.add_argument("--gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
     p.add_argument(
         "--metric",
         choices=["instructions", "time"],
         default="instructions",
-        help="instructions per iteration under callgrind (default, CPU cases), or time: each build "
+        help="the metric: instructions per iteration under callgrind (default, CPU cases), or time: each build "
         "visited against the first with the paired sequential test of `benchmark compare`",
     )
     p.add_argument("--budget-min", type=float, default=None, metavar="MIN",
-                   help="with --metric time: the budget of each build's comparison in minutes (default: "
+                   help="with --metric time: the time budget in minutes of each build's comparison (default: "
                    "benchmark compare's); a case still inconclusive then is treated as skipped on that build")  # fmt: skip
     p.add_argument("--quick", action="store_true",
                    help="with --metric time: the quick measurement settings of benchmark compare --quick")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="callgrind workers counting at once (default: one per CPU, at most 4): the cases "
+                   help="worker processes counting under callgrind at once (default: one per CPU, at most 4): the cases "
                    "of a build, or the builds of a confirmation")  # fmt: skip
     p.add_argument("--markdown", default=None, metavar="FILE", help="write the result as Markdown")
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON")
     p.add_argument("--plot", default=None, metavar="FILE",
-                   help="write a plot of each case's count across the builds, the step marked (.png or .svg)")  # fmt: skip
-    p.add_argument("--db", default=None, metavar="URL",
-                   help="history database (default $BENCHMARK_DB_URL, else results/history.sqlite)")  # fmt: skip
-    p.add_argument("--no-store", dest="store", action="store_false", help="do not store the counts")
+                   help="write the plot: each case's count across the builds, the step marked (.png or .svg)")  # fmt: skip
+    add_db(p)
+    p.add_argument("--no-store", action="store_true", help="do not store the counts in the history")
     p.set_defaults(func=run)
 
 
@@ -107,8 +107,8 @@ def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | Commit
     ]
     if len(kinds) > 1:
         raise CompareError(f"{' and '.join(kinds)}: give one kind of builds")
-    if (args.build or args.base) and not args.repo:
-        raise CompareError("--build and --base go with --repo")
+    if (args.build or args.base_python) and not args.repo:
+        raise CompareError("--build and --base-python go with --repo")
     if args.repo:
         from benchmark.bisect.builds import CommitEnvs, WheelCache, repo_commits
 
@@ -120,7 +120,7 @@ def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | Commit
             raise CompareError(str(e)) from None
         say(f"bisect: {len(commits)} commits of {args.repo} from {args.good} to {args.bad}")
         wheels = WheelCache(Path(args.repo), args.build, say=say)
-        return [c[:12] for c in commits], CommitEnvs(wheels, base=args.base, say=say)
+        return [c[:12] for c in commits], CommitEnvs(wheels, base=args.base_python, say=say)
     if args.package:
         if not (args.good and args.bad):
             raise CompareError("--package needs --good VERSION and --bad VERSION")
@@ -137,7 +137,7 @@ def _builds(args: argparse.Namespace, say) -> tuple[list[str], EnvCache | Commit
         raise CompareError("--good and --bad go with --package or --repo, --index-url with --package")
     if len(pythons) < 2:
         raise CompareError(
-            f"a bisection needs at least two builds (--package, or --python twice), got {len(pythons)}"
+            f"a bisection needs at least two builds (--package, --repo, or --python twice), got {len(pythons)}"
         )
     return pythons, None
 
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
             effect, noise_floor = settings(c)
             thresholds[c.id] = effect + noise_floor
     group = "bisect-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    stored = BisectStore(db_url(args.db), group, root=CHECKOUT_DIR) if args.store else None
+    stored = BisectStore(db_url(args.db), group, root=CHECKOUT_DIR) if not args.no_store else None
     what = (
         "time against the first build (paired sequential test)"
         if timed

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 
-from benchmark.commands._common import add_case_selection, add_db, command
+from benchmark.commands._common import add_case_selection, add_db, add_min_effect, command, default_min_effect
 from benchmark.compare import settings as ec
 from benchmark.compare.sides import VENV_NEEDS
 
 EPILOG = f"""\
-Each interpreter's environment needs {VENV_NEEDS};
-the harness's own code comes from this checkout (its root goes first on the workers' PYTHONPATH), so e.g.
+Each interpreter's environment needs
+{VENV_NEEDS}; the harness's own code comes
+from this checkout (its root goes first on the workers' PYTHONPATH), so e.g.
   python -m venv /tmp/pr && /tmp/pr/bin/pip install paddlepaddle==3.3.1 numpy scipy pyyaml pydantic
 is enough. Exit status: 0 no case slower, 1 a case slower (in time, or with --instructions in
 instructions), 2 an input error or a case that could not be measured on a side.
@@ -42,6 +43,7 @@ def register(sub) -> None:
             "--alpha over all cases and looks. Both sides are stored in the history as two runs of one "
             "run group (compare-<timestamp>), in series of their own.",
             width=100,
+            break_on_hyphens=False,
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -58,21 +60,14 @@ def register(sub) -> None:
         type=float,
         default=ec.DEFAULT_BUDGET_MIN,
         metavar="M",
-        help=f"stop starting steps that would end after M minutes (default {ec.DEFAULT_BUDGET_MIN:g})",
+        help=f"the time budget in minutes: no step starts that would end after it (default {ec.DEFAULT_BUDGET_MIN:g})",
     )
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=None,
-        metavar="F",
-        help=f"smallest relative difference that counts (default {ec.DEFAULT_MIN_EFFECT:g}, or per case "
-        "from --gates); smaller differences are 'same'",
-    )
+    add_min_effect(p, also="; with --gates, each case's own from that file; smaller changes are 'same'")
     p.add_argument(
         "--gates",
         default=None,
         metavar="FILE",
-        help="take each case's min_effect from this gate settings file (e.g. configs/gates.yaml; "
+        help="gate settings: take each case's min_effect from this file (e.g. configs/gates.yaml; "
         "--min-effect then replaces its default)",
     )
     p.add_argument(
@@ -96,12 +91,12 @@ def register(sub) -> None:
         default=ec.DEFAULT_TRIAL_PROCESSES,
         metavar="P",
         help="each trial gets the measure settings of one of P worker processes of a suite run "
-        f"(MeasureSettings.per_process; default {ec.DEFAULT_TRIAL_PROCESSES})",
+        f"(its warmup, rounds and time per process; default {ec.DEFAULT_TRIAL_PROCESSES})",
     )
     p.add_argument(
         "--quick",
         action="store_true",
-        help="short measure settings (smoke runs and tests): rough numbers, more pairs per minute",
+        help="the quick measurement settings: short, for smoke runs and tests; rough numbers, more pairs per minute",
     )
     p.add_argument(
         "--threads",
@@ -140,13 +135,19 @@ def register(sub) -> None:
     add_db(p)
     p.add_argument("--no-store", action="store_true", help="do not store the comparison in the history")
     p.add_argument(
-        "--markdown", default=None, metavar="FILE", help="write the comparison as Markdown (a PR comment)"
+        "--markdown", default=None, metavar="FILE", help="write the result as Markdown (a PR comment)"
     )
     p.add_argument(
-        "--plot", default=None, metavar="FILE", help="write the A/B chart (FILE.png or FILE.svg; other: both)"
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="write the plot: the A/B chart (FILE.png or FILE.svg; other: both)",
     )
     p.add_argument(
-        "--json", default=None, metavar="FILE", help="write the job (sides, verdicts, values) as JSON"
+        "--json",
+        default=None,
+        metavar="FILE",
+        help="write the result as JSON: the job (sides, verdicts, values)",
     )
     p.add_argument(
         "--worker-log",
@@ -180,7 +181,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         tags=args.tags,
         place=args.place,
         budget_min=args.budget_min,
-        min_effect=args.min_effect,
+        # without --gates, one minimum effect for every case: --min-effect, else gates.yaml's default
+        min_effect=default_min_effect()
+        if args.min_effect is None and args.gates is None
+        else args.min_effect,
         gates=args.gates,
         alpha=args.alpha,
         max_pairs=args.max_pairs,

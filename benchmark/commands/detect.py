@@ -19,10 +19,22 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from benchmark.commands._common import fail
+from benchmark.commands._common import add_format, add_min_effect, default_min_effect, deprecated_alias, fail
 
 if TYPE_CHECKING:  # numpy and the model load when a series is read, not at `benchmark --help`
     from benchmark.model import Series
+
+
+# --help's description: the module's docstring in plain words
+DESCRIPTION = (
+    "The CSV has a header and a column 'value' (one per run, oldest first); optional columns are 'run' "
+    "(a label), 'samples' (that run's raw samples, separated by spaces) and 'env' (a label of the run's "
+    "environment, e.g. 'driver 550.54': where it differs from the previous run's, the environment "
+    "changed, and that run is a candidate change point). It prints the offline change points and the "
+    "alerts the online gate would have raised had the runs arrived one at a time, each alert with the "
+    "run where the level came back ('reverted_at') and the environment change it is attributed to. "
+    "Exit status: 0 after a successful analysis (whatever it found), 2 when the CSV cannot be used."
+)
 
 
 class SeriesError(Exception):
@@ -250,8 +262,10 @@ def cmd_detect(args) -> int:
         series = read_series(args.series)
     except SeriesError as e:
         return fail("detect", str(e))
+    if args.min_effect is None:
+        args.min_effect = default_min_effect()
     cps, alerts = analyse(series, min_effect=args.min_effect, higher_is_better=args.higher_is_better)
-    if args.json:
+    if args.format == "json":
         print(json.dumps(to_json(cps, alerts, series), allow_nan=False))
     else:
         _print_table(args.series, series, cps, alerts, args)
@@ -262,24 +276,19 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "detect",
         help="find change points and online alerts in a series of per-run values (CSV)",
-        description=__doc__.split("\n\n")[1],
+        description=DESCRIPTION,
     )
     p.add_argument(
         "series",
         metavar="SERIES.csv",
         help="CSV with a 'value' column; optional 'run', 'samples', 'env' (environment label per run)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_format(p, help="the format of the result on stdout: text tables (default) or one JSON object")
+    deprecated_alias(p, "--json", "--format json", const="json")
     p.add_argument(
         "--higher-is-better",
         action="store_true",
         help="the metric is a throughput: a decrease is a regression",
     )
-    p.add_argument(
-        "--min-effect",
-        type=_min_effect,
-        default=0.01,
-        metavar="X",
-        help="smallest relative change worth reporting (default 0.01 = 1%%)",
-    )
+    add_min_effect(p, type=_min_effect)
     p.set_defaults(func=cmd_detect)

@@ -31,14 +31,16 @@ def register(subparsers) -> None:
     add_run(parser)
     add_run_group(
         parser,
-        help="export every run of this group (the shards of one nightly) as one: CSV rows of all "
+        help="the run group: export every run of it (the shards of one nightly) as one: CSV rows of all "
         "of them, or one JSON document",
     )
-    parser.add_argument("--format", required=True, choices=("csv", "json"), help="output format")
+    parser.add_argument(
+        "--format", required=True, choices=("csv", "json"), help="the format of the output: csv or json"
+    )
     parser.add_argument(
         "--pytest-benchmark", action="store_true", help="JSON in pytest-benchmark's --benchmark-json schema"
     )
-    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    parser.add_argument("--out", metavar="FILE", help="where the output goes: FILE instead of stdout")
     add_db(parser)
     parser.set_defaults(func=cmd_export)
 

@@ -15,7 +15,15 @@ import json
 import os
 import textwrap
 
-from benchmark.commands._common import add_db, command, open_history, resolve_run
+from benchmark.commands._common import (
+    add_db,
+    add_format,
+    add_min_effect,
+    command,
+    deprecated_alias,
+    open_history,
+    resolve_run,
+)
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
 from benchmark.report.text import (
     event_lines,
@@ -44,15 +52,22 @@ def register(sub) -> None:
         "baselines come only from complete runs. The runs of a run group are judged as one run; "
         "'latest' is the latest run's whole group.",
     )
-    p.add_argument("--run", default="latest", metavar="ID", help="run to judge: an id or 'latest' (default)")
+    p.add_argument(
+        "--run", default="latest", metavar="ID", help="the run to judge: an id or 'latest' (default)"
+    )
     p.add_argument(
         "--run-group",
         default=None,
         metavar="NAME",
-        help=f"judge every run of this group as one (the shards of one nightly; default ${RUN_GROUP_ENV} "
+        help=f"the run group: judge every run of it as one (the shards of one nightly; default ${RUN_GROUP_ENV} "
         "when --run is latest)",
     )
-    p.add_argument("--baseline", default="history", metavar="history|RUN_ID", help="what to compare with")
+    p.add_argument(
+        "--baseline",
+        default="history",
+        metavar="history|RUN_ID",
+        help="compare with each series' history (default) or with this run (an A/B)",
+    )
     p.add_argument(
         "--allow-incomplete",
         action="store_true",
@@ -74,7 +89,9 @@ def register(sub) -> None:
         "each trial), where a series' own history shows it lowers its noise; --no-probe-adjust judges "
         "the raw values (default: probe_adjust in --gates, true)",
     )
-    p.add_argument("--json", action="store_true", help="print the decisions as JSON")
+    add_format(p, help="the format of the decisions on stdout: text (default) or json")
+    deprecated_alias(p, "--json", "--format json", const="json")
+    add_min_effect(p, source="the --gates file", also="; its overrides still apply")
     p.add_argument("--all", action="store_true", help="list every case, not only failing and improved ones")
     add_db(p)
     p.set_defaults(func=cmd_gate)
@@ -134,9 +151,9 @@ def machine_speeds(store, runs) -> dict:
 @command("gate")
 def cmd_gate(args: argparse.Namespace) -> int:
     from benchmark.gate.judge import BASELINE_RUN_STATUSES, GateInputError, incomplete_runs, judge
-    from benchmark.gate.settings import load_gates, with_probe_adjust
+    from benchmark.gate.settings import load_gates, with_min_effect, with_probe_adjust
 
-    gates = with_probe_adjust(load_gates(args.gates), args.probe_adjust)
+    gates = with_min_effect(with_probe_adjust(load_gates(args.gates), args.probe_adjust), args.min_effect)
     with open_history(args.db) as store:
         run_ids, label = target_runs(store, args.run, args.run_group)
         baseline = None if args.baseline == "history" else resolve_run(store, args.baseline)
@@ -158,7 +175,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
                   for run in runs if (partial := selection_text(run.extra.get("selection")))]  # fmt: skip
         speeds = machine_speeds(store, runs)
     ok = judgement.passed
-    if args.json:
+    if args.format == "json":
         doc = {"run": run_ids[0] if len(run_ids) == 1 else run_ids, "passed": ok, "incomplete": problems}
         doc["notice"] = judgement.notice
         doc["machine"] = {

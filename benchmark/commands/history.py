@@ -29,7 +29,9 @@ def register(subparsers) -> None:
         "and ?, or else a substring), oldest first: median, IQR, rounds, commit and status.",
     )
     parser.add_argument("pattern", metavar="PATTERN", help="case id glob (op.matmul*) or substring")
-    parser.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
+    parser.add_argument(
+        "--place", metavar="P", help="only cases on this place (cpu, gpu:0; 'gpu' matches every GPU)"
+    )
     parser.add_argument("--last", type=positive_int, metavar="N", help="only the latest N results per series")
     add_db(parser)
     parser.set_defaults(func=cmd_history)

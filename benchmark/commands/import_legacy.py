@@ -29,7 +29,10 @@ def register(sub) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE.json", help="legacy config files")
     p.add_argument(
-        "--out", required=True, metavar="DIR", help="directory for the YAML files (e.g. configs/imported)"
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where the output goes: a directory for the YAML files (e.g. configs/imported)",
     )
     p.add_argument(
         "--batch-size",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from benchmark.commands._common import deprecated_alias
 from benchmark.commands._configs import add_config_options, load_cases
 from benchmark.text import safe_line
 
@@ -14,8 +15,9 @@ def cmd_list(args) -> int:
         print(safe_line(issue), file=sys.stderr)
     if issues:
         return 2
+    tags = [t.strip() for t in args.tags.split(",") if t.strip()] if args.tags else None
     for c in cases:
-        if args.tag and args.tag not in c.tags:
+        if tags and "all" not in tags and not set(tags) & set(c.tags):
             continue
         print(
             safe_line(f"{c.id:<64} {c.kind:<8} {c.config_hash}  tags={','.join(c.tags)}  {c.source}:{c.line}")
@@ -30,5 +32,11 @@ def register(sub) -> None:
         description="List every expanded case (pytest id, kind, config hash, tags, source line).",
     )
     add_config_options(p)
-    p.add_argument("--tag", help="only cases carrying this tag")
+    p.add_argument(
+        "--tags",
+        default=None,
+        metavar="TAG,...",
+        help="only cases with one of these tags ('all': every case; default: every case, 'slow' too)",
+    )
+    deprecated_alias(p, "--tag", "--tags")
     p.set_defaults(func=cmd_list)

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from benchmark.commands._common import add_case_selection, add_db, command, positive_int
+from benchmark.commands._common import add_case_selection, add_db, command, deprecated_alias, positive_int
 
 DEFAULT_BUDGET_MIN = 60.0
 
@@ -38,13 +38,13 @@ def register(sub) -> None:
                    help="the package whose builds the nights follow (default paddlepaddle; "
                    "paddlepaddle-gpu on a GPU machine)")  # fmt: skip
     b.add_argument("--index-url", default=None, metavar="URL|DIR",
-                   help="where the builds are: a PEP 503 simple index (https:// or file://; Paddle's "
+                   help="the package index where the builds are: a PEP 503 simple index (https:// or file://; Paddle's "
                    "nightly index for develop builds) or a directory of wheels")  # fmt: skip
     b.add_argument("--version", default=None, metavar="V",
                    help="this version instead of the newest (a pinned release, for a reproducible re-run); "
                    "with --backfill, the newest build of the backfill")  # fmt: skip
     b.add_argument("--python", default=None, metavar="PYTHON",
-                   help="measure this interpreter's paddle as it is, instead of installing a build "
+                   help="an interpreter to measure: its paddle as it is, instead of installing a build "
                    "(its builds are then bisected only where --index-url lists them)")  # fmt: skip
     b.add_argument("--backfill", type=positive_int, default=None, metavar="N",
                    help="play the nights of the last N builds on the index, oldest first, each recorded as "
@@ -55,31 +55,34 @@ def register(sub) -> None:
     add_case_selection(p, place="cpu")
     p.add_argument("--gates", default=None, metavar="FILE", help="gate settings (default configs/gates.yaml)")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                   help="callgrind workers counting at once (default: one per CPU, at most 4)")  # fmt: skip
+                   help="worker processes counting under callgrind at once (default: one per CPU, at most 4)")  # fmt: skip
     s = p.add_argument_group("the bisection")
     s.add_argument("--budget-min", type=float, default=DEFAULT_BUDGET_MIN, metavar="MIN",
-                   help=f"the time the whole bisection of a night may take, in minutes (default "
+                   help=f"the time budget in minutes of the whole bisection of a night (default "
                    f"{DEFAULT_BUDGET_MIN:.0f}); when it runs out the report says how far it got")  # fmt: skip
     s.add_argument("--no-bisect", dest="bisect", action="store_false",
                    help="judge the night but bisect nothing")  # fmt: skip
     s.add_argument("--repo", default=None, metavar="DIR",
-                   help="a clone of paddle: after the builds, bisect a step's two paddle commits over the "
+                   help="a git repository, a clone of paddle: after the builds, bisect a step's two paddle commits over the "
                    "commits between them, each built by --build")  # fmt: skip
     s.add_argument("--build", default=None, metavar="CMD",
                    help="with --repo: a shell command that builds a wheel of $COMMIT into $OUT (as "
                    "benchmark bisect --build)")  # fmt: skip
-    s.add_argument("--base", default=None, metavar="PYTHON",
+    s.add_argument("--base-python", default=None, metavar="PYTHON",
                    help="with --repo: install each commit's wheels without dependencies over this interpreter's packages")  # fmt: skip
     s.add_argument("--upstream", default=None, metavar="URL",
                    help="the repository whose compare view links two commits (default "
                    "https://github.com/PaddlePaddle/Paddle)")  # fmt: skip
     o = p.add_argument_group("output")
-    o.add_argument("--markdown", default=None, metavar="FILE", help="write the night(s) as Markdown")
-    o.add_argument("--json", default=None, metavar="FILE", help="write the night records as JSON")
+    o.add_argument(
+        "--markdown", default=None, metavar="FILE", help="write the result as Markdown: the night(s)"
+    )
+    o.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON: the night records")
     o.add_argument("--summary", default=None, metavar="FILE",
                    help="append the Markdown to this file (default $GITHUB_STEP_SUMMARY when set: the job "
                    "summary of a GitHub workflow)")  # fmt: skip
     add_db(p)
+    deprecated_alias(p, "--base", "--base-python")
     p.set_defaults(func=run)
 
 
@@ -96,8 +99,8 @@ def _check(args: argparse.Namespace) -> None:
         )
     if args.python is not None and (args.backfill or args.version):
         raise CommandError("--backfill and --version install builds from --index-url: not with --python")
-    if (args.build or args.base) and not args.repo:
-        raise CommandError("--build and --base go with --repo")
+    if (args.build or args.base_python) and not args.repo:
+        raise CommandError("--build and --base-python go with --repo")
     if args.repo and not args.build:
         raise CommandError("--repo needs --build CMD (the command that builds a commit's wheel)")
     if not args.budget_min > 0:
@@ -166,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     s = night.NightSettings(
         cases=cases, db_url=db_url(args.db), root=CHECKOUT_DIR, tooling=tooling, thresholds=thresholds,
         gates_path=args.gates, jobs=args.jobs or default_jobs(), budget_s=60 * args.budget_min,
-        bisect=args.bisect, repo=args.repo, build_cmd=args.build, base=args.base,
+        bisect=args.bisect, repo=args.repo, build_cmd=args.build, base=args.base_python,
         upstream=args.upstream or night.DEFAULT_UPSTREAM,
         selection={k: v for k, v in (("keyword", args.keyword),) if v}, say=say, package=args.package,
         index=args.index_url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from benchmark.commands._common import (
     add_db,
     add_run,
+    deprecated_alias,
     open_history,
     positive_int,
     resolve_run,
@@ -32,7 +33,7 @@ def _plot(args) -> int:
         run_id = None if args.run is None else resolve_run(store, args.run)
         check_baseline(store, args.baseline)
         rendered = plot_history(store, args.out, patterns=args.patterns, place=args.place, last=args.last,
-                                run_id=run_id, baseline=args.baseline, formats=args.format, workers=args.jobs)  # fmt: skip
+                                run_id=run_id, baseline=args.baseline, formats=args.plot_format, workers=args.jobs)  # fmt: skip
     say_skipped("plot", store)
     print(f"{sum(bool(r.files) for r in rendered)} plot(s), {len(files_of(rendered))} file(s) in {args.out}")
     return 0
@@ -52,16 +53,24 @@ def register(sub) -> None:
     add_run(
         p,
         default=None,
-        help="a run id or 'latest': only the series of that run, their history up to it, plus "
+        help="the run: an id or 'latest'; only the series of that run, their history up to it, plus "
         "its A/B chart and telemetry",
     )
     p.add_argument("--baseline", type=int, metavar="RUN_ID",
                    help="with --run: compare with this run instead of each series' previous result")  # fmt: skip
-    p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
+    p.add_argument(
+        "--place", metavar="P", help="only cases on this place (cpu, gpu:0; 'gpu' matches every GPU)"
+    )
     p.add_argument("--last", type=positive_int, metavar="N", help="only the latest N runs of each series")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for the plot files (created)")
-    p.add_argument("--format", type=parse_formats, default=("png", "svg"), metavar="LIST",
-                   help="comma-separated file formats: png, svg, pdf (default: png,svg)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where the output goes: a directory for the plot files (created)",
+    )
+    p.add_argument("--plot-format", type=parse_formats, default=("png", "svg"), metavar="LIST",
+                   help="file formats of the plots: png, svg, pdf, comma-separated (default: png,svg)")  # fmt: skip
+    deprecated_alias(p, "--format", "--plot-format")
     add_jobs_option(p)
     add_db(p)
     p.set_defaults(func=cmd_plot)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmark.commands._common import fail
+from benchmark.commands._common import deprecated_alias, fail
 from benchmark.pr_changes import MAX_FILE_BYTES, MAX_FILES, ChangeError, diff, extract
 from benchmark.text import safe_line
 
@@ -15,7 +15,7 @@ def cmd_pr_configs(args) -> int:
         written = extract(
             diff(args.base, args.head),
             Path(args.out),
-            max_file_bytes=args.max_bytes,
+            max_file_bytes=args.max_file_bytes,
             max_files=args.max_files,
         )
     except ChangeError as exc:
@@ -33,13 +33,17 @@ def register(sub) -> None:
         description="Read the changes of HEAD since its merge base with BASE from git objects (nothing "
         "is checked out) and write each added or changed case config to OUT/<its path>, from its blob. "
         "Refuses, with one line and exit 2, a change that is not data only (see pr-scope), a file over "
-        "--max-bytes, more than --max-files files, or an OUT that is not empty.",
+        "--max-file-bytes, more than --max-files files, or an OUT that is not empty.",
     )
     p.add_argument("--base", required=True, help="the base commit of the pull request")
     p.add_argument("--head", required=True, help="the head commit of the pull request (fetched as objects)")
-    p.add_argument("--out", required=True, help="an empty or new directory to write configs/... into")
     p.add_argument(
-        "--max-bytes",
+        "--out",
+        required=True,
+        help="where the output goes: an empty or new directory to write configs/... into",
+    )
+    p.add_argument(
+        "--max-file-bytes",
         type=int,
         default=MAX_FILE_BYTES,
         help=f"the largest case file taken, in bytes (default {MAX_FILE_BYTES})",
@@ -50,4 +54,5 @@ def register(sub) -> None:
         default=MAX_FILES,
         help=f"the most case files taken (default {MAX_FILES})",
     )
+    deprecated_alias(p, "--max-bytes", "--max-file-bytes")
     p.set_defaults(func=cmd_pr_configs)

@@ -37,6 +37,8 @@ def register(sub) -> None:
         metavar="PATH",
         help="changed paths, checked in the working tree (default: ask git for BASE...HEAD)",
     )
-    p.add_argument("--base", default="origin/main", help="the base of the comparison (default origin/main)")
-    p.add_argument("--head", default="HEAD", help="the head of the comparison (default HEAD)")
+    p.add_argument(
+        "--base", default="origin/main", help="the base commit of the comparison (default origin/main)"
+    )
+    p.add_argument("--head", default="HEAD", help="the head commit of the comparison (default HEAD)")
     p.set_defaults(func=cmd_pr_scope)

@@ -7,7 +7,15 @@ import argparse
 import fnmatch
 import sys
 
-from benchmark.commands._common import CommandError, add_db, add_run, command, open_history, resolve_run
+from benchmark.commands._common import (
+    CommandError,
+    add_db,
+    add_run,
+    command,
+    deprecated_alias,
+    open_history,
+    resolve_run,
+)
 
 
 def register(sub) -> None:
@@ -20,9 +28,14 @@ def register(sub) -> None:
     )
     p.add_argument("case", metavar="CASE", help="case id or glob, e.g. 'abs-1000x1000-fwd' or 'abs*'")
     add_run(p)
-    p.add_argument("--vs", metavar="RUN_ID", help="compare with this (older) run's profile of the same case")
-    p.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0)")
-    p.add_argument("--all", action="store_true", help="with --vs, list unchanged operators too")
+    p.add_argument(
+        "--baseline", metavar="RUN_ID", help="compare with this (older) run's profile of the same case"
+    )
+    deprecated_alias(p, "--vs", "--baseline")
+    p.add_argument("--place", metavar="P", help="only cases on this place (cpu, gpu:0)")
+    p.add_argument(
+        "--all", action="store_true", help="list every operator, unchanged ones too (with --baseline)"
+    )
     add_db(p)
     p.set_defaults(func=cmd_profile)
 
@@ -57,7 +70,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
                 f"run {run_id} has no profile for {args.case!r}: run `pytest benchmark/ -k ... --bench-profile` "
                 "first"
             )
-        older = _profiled(store, resolve_run(store, args.vs), args.case, args.place) if args.vs else None
+        older = (
+            _profiled(store, resolve_run(store, args.baseline), args.case, args.place)
+            if args.baseline
+            else None
+        )
     for (case_id, place, mode), prof in sorted(current.items()):
         print(f"== {case_id} [{place} {mode}] run {run_id}, {prof.get('steps', '?')} profiled steps")
         if older is None:
@@ -73,12 +90,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         else:
             base = older.get((case_id, place, mode))
             if base is None:
-                print(f"run {args.vs} has no profile of this case", file=sys.stderr)
+                print(f"run {args.baseline} has no profile of this case", file=sys.stderr)
                 continue
             rows = diff_tables(
                 base.get("op_table") or [], prof.get("op_table") or [], changed_only=not args.all
             )
-            print(f"vs run {args.vs}:")
+            print(f"vs run {args.baseline}:")
             if prof.get("phases"):
                 print(format_phases(prof["phases"], base.get("phases")))
             print(format_table(rows) if rows else "no operator changed beyond the threshold")

@@ -10,6 +10,7 @@ from benchmark import paths
 from benchmark.commands._common import (
     CommandError,
     add_db,
+    add_min_effect,
     add_run,
     open_history,
     resolve_run,
@@ -132,15 +133,16 @@ def register(sub) -> None:
         "--format",
         default="md",
         metavar="NAME",
-        help="md (default), html, or a report of its own: benchmark/report/NAME.py or a module NAME on "
+        help="the format of the report: md (default), html, or a report of its own: benchmark/report/NAME.py or a module NAME on "
         "the path, defining report(store, run_id, *, baseline) that returns its text",
     )
     add_run(p, help="the run to report: an id or 'latest' (default)")
     p.add_argument("--baseline", type=int, metavar="RUN_ID",
                    help="compare with this run (an A/B) instead of the previous result of each series")  # fmt: skip
     p.add_argument("--out", metavar="DIR",
-                   help="md: also write DIR/report.md with the A/B chart and the trend plots of changed "
-                        "series; html: the dashboard directory (default: results/report)")  # fmt: skip
+                   help="where the output goes: with md, also DIR/report.md with the A/B chart and the trend "
+                        "plots of changed series; with html, the dashboard's directory (default: "
+                        "results/report)")  # fmt: skip
     p.add_argument("--plots-url", metavar="URL",
                    help="md: where readers find the plots (e.g. the CI artifact link), shown in the report")  # fmt: skip
     p.add_argument("--all-plots", action="store_true",
@@ -148,8 +150,7 @@ def register(sub) -> None:
     p.add_argument("--plot-format", type=parse_formats, metavar="LIST",
                    help="file formats of the plots: png, svg, pdf (default: png,svg for md; png for html, "
                         "whose pages show the PNG)")  # fmt: skip
-    p.add_argument("--min-effect", type=float, metavar="X",
-                   help="smallest relative change that counts, 0.05 = 5%% (default: configs/gates.yaml)")  # fmt: skip
+    add_min_effect(p, also="; its overrides still apply")
     add_jobs_option(p)
     add_db(p)
     p.set_defaults(func=cmd_report)

@@ -33,7 +33,7 @@ def register(subparsers) -> None:
     )
     add_db(parser)
     parser.add_argument(
-        "--last", type=positive_int, default=20, metavar="N", help="how many runs (default 20)"
+        "--last", type=positive_int, default=20, metavar="N", help="only the latest N runs (default 20)"
     )
     parser.set_defaults(func=cmd_runs)
 
