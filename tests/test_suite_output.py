@@ -1,5 +1,5 @@
 """What the suite prints: a table that fits 120 columns with its columns named, warnings that earn
-their line, and the diagnostics counted once at the end."""
+their line, the diagnostics counted once at the end, and a busy machine named once."""
 
 from __future__ import annotations
 
@@ -8,8 +8,18 @@ import pytest
 from suite_process import run_suite
 
 from benchmark.analysis.summary import diagnostic_kind, stability_warnings
+from benchmark.metrics import CONFIDENCE
 from benchmark.model import CaseResult
-from benchmark.plugin.terminal import TIME_COLUMNS, diagnostics_lines
+from benchmark.plugin.terminal import (
+    TIME_COLUMNS,
+    _ci,
+    busy_lines,
+    busy_machine,
+    case_warnings,
+    diagnostics_lines,
+    noisy_cases,
+)
+from benchmark.records import Stats
 
 
 @pytest.mark.slow
@@ -54,3 +64,33 @@ def test_diagnostics_are_counted_in_one_line_and_warnings_that_matter_are_not():
     assert lines[0].startswith("notes: 2 case(s) look bimodal")
     assert "rounds" not in lines[0].split("look bimodal", 1)[0]  # "only 5 rounds" keeps its own warning line
     assert diagnostics_lines([results[2]]) == []
+
+
+def _timed(case_id: str, median: float, half: float, warnings: list[str] | None = None) -> CaseResult:
+    r = CaseResult(case_id=case_id, name=case_id, kind="op", place="cpu", mode="dynamic", config={},
+                   config_hash="0", samples=[median])  # fmt: skip
+    r.stats = Stats(median=median, ci_low=median * (1 - half), ci_high=median * (1 + half), rounds=20)
+    r.warnings = list(warnings or [])
+    return r
+
+
+def test_the_imprecise_warning_follows_the_interval_the_table_shows():
+    wide, narrow = _timed("wide", 1.0, 0.591), _timed("narrow", 1.0, 0.01)
+    assert _ci(wide.stats) == "±59.1%" and _ci(narrow.stats) == "±1.0%"
+    assert [w for w in case_warnings(wide) if w.startswith("imprecise")] == [
+        f"imprecise: the {CONFIDENCE:.0%} interval of the median is ±59.1% of it (> ±2.5%)"
+    ]
+    assert case_warnings(narrow) == []
+
+
+def test_a_busy_machine_gets_one_warning_and_a_quiet_one_a_line_per_case():
+    loaded = [
+        _timed(f"case{i}", 1.0, 0.3, ["unstable: IQR is 50.0% of the median (> 10%)"]) for i in range(37)
+    ]
+    assert len(noisy_cases(loaded)) == 37 and busy_machine(37, 37)
+    lines = busy_lines(37, 37, "machine host1 was busy (load average 3.1 on 2 CPUs)")
+    assert len(lines) <= 3 and all(len(line) <= 120 for line in lines)
+    assert " ".join(lines).count("host1") == 1 and "37 of 37 case(s)" in lines[0]
+    # two imprecise cases among many steady ones are the cases', not the machine's
+    quiet = [_timed("a", 1.0, 0.2), _timed("b", 1.0, 0.2)] + [_timed(f"s{i}", 1.0, 0.01) for i in range(10)]
+    assert len(noisy_cases(quiet)) == 2 and not busy_machine(2, 12)
