@@ -9,6 +9,7 @@ Markdown escapes what it takes from here; this module writes plain text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -170,3 +171,10 @@ def not_run_lines(cases: Iterable[tuple[str, str]]) -> list[str]:
 def not_run_title(n: int) -> str:
     """The heading of the short section the skipped cases get: ``Not run on this machine: 37 cases``."""
     return f"Not run on this machine: {n} case{'s' if n != 1 else ''}"
+
+
+def short_machine(machine: str, width: int = 8) -> str:
+    """A machine fingerprint cut to `width` characters, with the mark after it kept whole: the side
+    of a `benchmark compare` (``55c5827b/compare-A``) or an import (``55c5827b+imported``)."""
+    head = re.match(r"[0-9A-Za-z]*", machine).group(0)  # type: ignore[union-attr]  # always matches
+    return head[:width] + machine[len(head) :]
