@@ -21,7 +21,7 @@ from benchmark.metrics import CONFIDENCE, METRICS, TIME, get_metric
 from benchmark.plugin.selection import csv
 from benchmark.plugin.session import BenchSession
 from benchmark.records import Stats
-from benchmark.results import IMPRECISE_HALF, imprecision, interval_half
+from benchmark.results import imprecision, interval_half
 
 
 def header_line(bench: BenchSession) -> str:
@@ -320,13 +320,9 @@ def busy_machine(noisy: int, total: int) -> bool:
 
 
 def busy_lines(noisy: int, total: int, state: str, verbose: bool = False) -> list[str]:
-    """The one warning about a busy machine, in lines of at most LINE_WIDTH."""
-    per_case = "listed above" if verbose else "per case with -v"
-    text = (
-        f"warning: {state}: {noisy} of {total} case(s) are unstable, too few rounds or imprecise (the "
-        f"{CONFIDENCE:.0%} interval wider than ±{IMPRECISE_HALF:.1%}); their numbers are unreliable, rerun "
-        f"on a quiet machine ({per_case})"
-    )
+    """The one warning about a busy machine (its cases' noise warnings: NOISE), in lines of at most
+    LINE_WIDTH: one line where the machine's name is short."""
+    text = f"warning: {state}: {noisy} of {total} cases unreliable, rerun when quiet ({'above' if verbose else '-v'}: why)"
     return textwrap.wrap(text, LINE_WIDTH, subsequent_indent="  ")
 
 
