@@ -20,6 +20,18 @@ JudgeName = Literal["history", "level"]
 
 TIME = "time"  # the metric of a result that names none: SeriesKey's and the store's default
 
+# The level of every interval a user compares: the judged change in `benchmark gate`, its JSON, the
+# Markdown report, the dashboard, the A/B chart, a run's interval of its median in the suite's table
+# and on the series pages. 98% is the two-sided interval of the judge's one-sided tests at
+# configs/gates.yaml's default alpha (0.01): a significant change's interval excludes no change, and
+# "same" means the whole interval lies within the minimum effect.
+CONFIDENCE = 0.98
+
+
+def intervals_line(level: float = CONFIDENCE) -> str:
+    """The line a page or an output states its intervals' level in, once: ``intervals: 98% confidence``."""
+    return f"intervals: {level:.0%} confidence"
+
 
 class MetricError(ValueError):
     """An unknown metric name, or a metric that cannot be registered; the message says which."""

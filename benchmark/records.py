@@ -190,7 +190,7 @@ class RunRecord:
     note: str | None  # why it ended the way it did
     machine: str  # the machine fingerprint
     machine_info: Mapping[str, Any]  # the machine's full description
-    places: tuple[str, ...]  # places of its stored results, sorted
+    places: tuple[str, ...]  # places of its stored results but the skipped ones, sorted
     results: int  # stored results
     results_by_status: Mapping[str, int]  # stored results per status
     missing: int | None  # expected but not stored (None: not known)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from benchmark.analysis.summary import process_level_ci, summarize
+from benchmark.metrics import CONFIDENCE
 from benchmark.model import CaseResult
 from benchmark.records import ProcessValue, Stats
 
@@ -65,15 +66,37 @@ def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float],
     """
 
     pooled = [x for p in processes if p.status == "ok" for x in p.samples]
-    stats: dict[str, Any] = summarize(pooled)
+    stats: dict[str, Any] = summarize(pooled, CONFIDENCE)
     values = process_values(processes)
     if values:
         stats["median"] = float(statistics.median(values))
     if len(values) >= 2:
-        stats["ci_low"], stats["ci_high"] = process_level_ci(values, stats.get("confidence", 0.95))
+        stats["ci_low"], stats["ci_high"] = process_level_ci(values, CONFIDENCE)
     stats["processes"] = len(values)
     stats["between_cv"] = between_process_cv(values)
     return pooled, Stats.from_dict(stats)
+
+
+# The suite warns that a result is imprecise when the interval its table shows reaches further than
+# this from the median, on its wider side (an interval about 5% wide).
+IMPRECISE_HALF = 0.025
+
+
+def interval_half(stats: Stats) -> float | None:
+    """The interval of a result's level (at `CONFIDENCE`) as its wider side relative to the median:
+    what the suite's CI column shows, and what its "imprecise" warning is about. None without one."""
+    med, low, high = stats.median, stats.ci_low, stats.ci_high
+    if not med or low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    return max(med - low, high - med) / med
+
+
+def imprecision(stats: Stats) -> str | None:
+    """The warning that the shown interval is too wide to trust the value (`IMPRECISE_HALF`), or None."""
+    half = interval_half(stats)
+    if half is None or half <= IMPRECISE_HALF:
+        return None
+    return f"imprecise: the {CONFIDENCE:.0%} interval of the median is ±{half:.1%} of it (> ±{IMPRECISE_HALF:.1%})"
 
 
 def bad_timings(values: Any) -> int:

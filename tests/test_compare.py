@@ -199,7 +199,9 @@ def test_a_slowdown_injected_into_one_side_is_named_and_stored(tmp_path, config)
     listed = subprocess.run([sys.executable, "-m", "benchmark.cli", "runs", "--db", f"sqlite:///{db}"],
                             capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert "/compare-A" in listed and "/compare-B" in listed and " 0 s " not in listed
-    assert "intervals: 98% interval, adjusted for 2 cases and repeated looks" in proc.stdout  # --alpha 0.02
+    assert (
+        "intervals: 98% interval, adjusted for 2 measured cases and repeated looks" in proc.stdout
+    )  # --alpha 0.02
     results = store.results(doc["run_ids"]["B"])
     assert {r.case_id for r in results} == {"cmp_abs", "cmp_exp"}
     pairs = {c["case_id"]: len(c["probes"]["A"]) for c in doc["cases"]}

@@ -176,3 +176,25 @@ def test_two_recorded_runs_of_identical_code_pass_the_ab(tmp_path, capsys):
         assert kinds == {"ab_processes"}, kinds
         assert all(d["verdict"] in ("pass", "inconclusive") for d in doc["decisions"])
         assert all(d["processes"] == 3 for d in doc["decisions"])
+
+
+def test_advice_to_measure_more_is_given_only_where_it_is_practical():
+    # a small, well-measured difference near the bound: a few more processes would settle it
+    near = compare_processes([1.0, 1.02, 0.98, 1.0], [1.0, 1.06, 0.98, 1.04], min_effect=0.05)
+    assert near.verdict == "inconclusive" and "more processes per side would settle it" in near.reason
+    assert near.more_samples_needed is not None and near.more_samples_needed <= 10 * 4
+    # a tiny difference under a large spread: thousands more would be needed; no number is given
+    far = compare_processes([1.0, 1.4], [1.02, 1.38], min_effect=0.05)
+    assert far.verdict == "inconclusive" and far.more_samples_needed is None
+    assert "far below this machine's noise" in far.reason and "per side would" not in far.reason
+
+
+def test_the_gate_machine_line_fits_100_columns():
+    from benchmark.analysis.adjust import MachineSpeed
+    from benchmark.report.text import machine_line
+
+    slow = machine_line(12345, MachineSpeed(probe_s=0.0388, usual_s=0.0205, runs=6))
+    fast = machine_line(12345, MachineSpeed(probe_s=0.0105, usual_s=0.0205, runs=6))
+    assert slow is not None and fast is not None
+    assert "1.89x slower" in slow and "regressions" in slow and "faster" in fast and "improvements" in fast
+    assert max(len(slow), len(fast)) <= 100

@@ -36,7 +36,8 @@ def test_regressions_first_skipped_last_and_collapsed(sqlite_url, machine, capsy
     assert main(["gate", "--run", "latest", "--all", "--db", sqlite_url]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "judged by: a young series' level 3"  # which rule judged the three cases
-    rows = lines[2:-1]
+    assert lines[-2] == "intervals: 98% confidence"  # stated once, before the verdict
+    rows = lines[2:-2]
     assert rows[0].startswith("REGRESSION   op.b [cpu dynamic] time")
     # the regression in full, wrapped under its verdict; then the others, one short row each
     rest = [row for row in rows[1:] if not row.startswith(" ")]

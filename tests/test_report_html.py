@@ -325,3 +325,33 @@ def test_series_page_opens_from_its_link(index, browser, tmp_path):
     assert w.page.locator("h1").inner_text() == XSS
     assert w.dialogs == [] and w.errors == []
     w.page.close()
+
+
+def test_the_index_opens_on_the_latest_complete_run_and_its_counts_agree(tmp_path):
+    # runs 1 and 2 measure the whole selection; run 3 only one case (-k); a compare side runs after
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    rng = np.random.default_rng(3)
+    cases = [("ops.a", "cpu"), ("ops.b", "cpu"), ("ops.c", "cpu"), ("ops.g", "gpu")]
+    runs = [(cases, {}, MACHINE), (cases, {}, MACHINE), (cases[:1], {"selection": {"keyword": "ops.a"}}, MACHINE),
+            (cases, {"trigger": "compare"}, {**MACHINE, "fingerprint": "htmlmachine0001/compare-A"})]  # fmt: skip
+    with open_store(url) as st:
+        for r, (which, extra, machine) in enumerate(runs):
+            run_id = st.begin_run(
+                MachineDescription.of(machine), RunDescription.of({"started_at": 1.70e9 + r * DAY, **extra})
+            )
+            st.add_results(
+                run_id,
+                [_result(c, p, 1e-3, rng, "skipped" if p == "gpu" else "ok") for c, p in which],
+            )
+            st.finish_run(run_id)
+    with open_store(url, create=False, readonly=True) as store:
+        dash = dashboard.build_dashboard(
+            store, tmp_path / "site", workers=1, progress=False, plots_enabled=False
+        )
+    assert dash.run_id == 2
+    text = dash.index.read_text()
+    assert "Run 2, the latest complete run; run 3 was partial: 1 of 3 series." in text
+    shown = int(re.search(r'<b id="shown-count">(\d+)</b> of (\d+) series shown', text)[1])
+    assert f'<div class="meta">{shown} series (+ 1 not run on this machine)' in text
+    machines = set(re.findall(r"</td><td>dynamic</td><td>([^<]+)</td>", text))
+    assert machines == {"htmlmach", "htmlmach/compare-A"}  # the side's mark is never cut off

@@ -1,5 +1,5 @@
 """What the suite prints: a table that fits 120 columns with its columns named, warnings that earn
-their line, and the diagnostics counted once at the end."""
+their line, the diagnostics counted once at the end, and a busy machine named once."""
 
 from __future__ import annotations
 
@@ -8,8 +8,17 @@ import pytest
 from suite_process import run_suite
 
 from benchmark.analysis.summary import diagnostic_kind, stability_warnings
+from benchmark.metrics import CONFIDENCE
 from benchmark.model import CaseResult
-from benchmark.plugin.terminal import TIME_COLUMNS, _ci, diagnostics_lines
+from benchmark.plugin.terminal import (
+    TIME_COLUMNS,
+    _ci,
+    busy_lines,
+    busy_machine,
+    case_warnings,
+    diagnostics_lines,
+    noisy_cases,
+)
 from benchmark.records import Stats
 
 
@@ -63,3 +72,33 @@ def test_the_ci_column_is_bounded_where_the_interval_is_wider_than_the_median():
     assert _ci(Stats(median=1e-3, ci_low=0.5e-3, ci_high=3e-3)) == ">±100%"
     assert _ci(Stats(median=1e-3, ci_low=0.5e-3, ci_high=50e-3)) == ">±100%"
     assert _ci(Stats(median=1e-3)) == "-"
+
+
+def _timed(case_id: str, median: float, half: float, warnings: list[str] | None = None) -> CaseResult:
+    r = CaseResult(case_id=case_id, name=case_id, kind="op", place="cpu", mode="dynamic", config={},
+                   config_hash="0", samples=[median])  # fmt: skip
+    r.stats = Stats(median=median, ci_low=median * (1 - half), ci_high=median * (1 + half), rounds=20)
+    r.warnings = list(warnings or [])
+    return r
+
+
+def test_the_imprecise_warning_follows_the_interval_the_table_shows():
+    wide, narrow = _timed("wide", 1.0, 0.591), _timed("narrow", 1.0, 0.01)
+    assert _ci(wide.stats) == "±59.1%" and _ci(narrow.stats) == "±1.0%"
+    assert [w for w in case_warnings(wide) if w.startswith("imprecise")] == [
+        f"imprecise: the {CONFIDENCE:.0%} interval of the median is ±59.1% of it (> ±2.5%)"
+    ]
+    assert case_warnings(narrow) == []
+
+
+def test_a_busy_machine_gets_one_warning_and_a_quiet_one_a_line_per_case():
+    loaded = [
+        _timed(f"case{i}", 1.0, 0.3, ["unstable: IQR is 50.0% of the median (> 10%)"]) for i in range(37)
+    ]
+    assert len(noisy_cases(loaded)) == 37 and busy_machine(37, 37)
+    lines = busy_lines(37, 37, "machine host1 was busy (load average 3.1 on 2 CPUs)")
+    assert len(lines) == 1 and len(lines[0]) <= 120
+    assert lines[0].count("host1") == 1 and "37 of 37 cases unreliable" in lines[0]
+    # two imprecise cases among many steady ones are the cases', not the machine's
+    quiet = [_timed("a", 1.0, 0.2), _timed("b", 1.0, 0.2)] + [_timed(f"s{i}", 1.0, 0.01) for i in range(10)]
+    assert len(noisy_cases(quiet)) == 2 and not busy_machine(2, 12)

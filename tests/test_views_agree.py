@@ -3,8 +3,8 @@
 The history is the golden one (tests/data/golden: two real runs of the smoke suite, the second
 judged against the first). For every case, `benchmark gate` (text), `benchmark gate --format json`, the
 Markdown report, the dashboard (its index row and the series page) and the trend plot's title
-must give the same status and the same effect with its interval, all rendered through `benchmark`'s
-own entry point.
+must give the same status and the same effect with its interval (so the same sign), all rendered
+through `benchmark`'s own entry point; and each states one interval level, the same everywhere.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from benchmark import cli
+from benchmark.metrics import CONFIDENCE
 from benchmark.report.run_rows import JUDGED_STATUS
 from benchmark.report.text import effect
 
@@ -109,6 +110,21 @@ def dashboard(db: str, out: Path) -> tuple[dict[Key, tuple[str, str]], dict[Key,
     return index, pages
 
 
+LEVEL = re.compile(r"intervals: (\d+)% confidence")
+
+
+def stated_levels(db: str, dash: Path) -> dict[str, list[str]]:
+    """The interval level each view states, every time it states one (each states it once)."""
+    decisions = json.loads(_benchmark("gate", "--json", "--run", "2", "--db", db))["decisions"]
+    pages = [dash / "index.html", *sorted((dash / "series").glob("*.html"))]
+    return {
+        "gate": LEVEL.findall(_benchmark("gate", "--all", "--run", "2", "--db", db)),
+        "gate --json": sorted({f"{d['confidence']:.0%}".rstrip("%") for d in decisions}),
+        "Markdown": LEVEL.findall(_benchmark("report", "--format", "md", "--run", "2", "--db", db)),
+        **{f"dashboard {p.name}": LEVEL.findall(p.read_text()) for p in pages},
+    }
+
+
 def plot_titles(db: str, out: Path) -> dict[Key, tuple[str, str]]:
     # text as text in the SVG files, so the titles can be read back
     with matplotlib.rc_context({"svg.fonttype": "none"}):
@@ -136,6 +152,11 @@ def test_every_view_gives_each_case_the_same_status_and_effect(history, tmp_path
     assert len(reference) == 6
     for name, view in views.items():
         assert view == reference, name
+    # one interval level, the same in every view, stated once in each (a page, an output)
+    levels = stated_levels(history, tmp_path / "dash")
+    assert len(levels) > 6 and all(found == [f"{CONFIDENCE:.0%}".rstrip("%")] for found in levels.values()), (
+        levels
+    )
     # the judged effect is a number with its interval, not an empty cell
     assert all(
         re.fullmatch(r"[+-]\d+\.\d% \([+-]\d+\.\d% \.\. [+-]\d+\.\d%\)", e) for _, e in reference.values()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import textwrap
 
@@ -24,6 +25,7 @@ from benchmark.commands._common import (
     open_history,
     resolve_run,
 )
+from benchmark.metrics import CONFIDENCE, intervals_line
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
 from benchmark.report.text import (
     event_lines,
@@ -224,6 +226,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         out += skipped_lines(skipped)
     out += [f"environment: {line}" for line in event_lines(decisions)]
     out += [f"came back: {line}" for line in revert_lines(decisions)]
+    out.append(
+        intervals_line(next((d.confidence for d in decisions if math.isfinite(d.confidence)), CONFIDENCE))
+    )
     out.append(
         f"gate: {'PASS' if ok else 'FAIL'} ({len(failing)} failing case(s), {len(improved)} improvement(s)"
         + (f", {len(held)} regression(s) that do not block" if held else "")

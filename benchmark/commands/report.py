@@ -8,6 +8,7 @@ from pathlib import Path
 
 from benchmark import paths
 from benchmark.commands._common import (
+    LATEST,
     CommandError,
     add_db,
     add_min_effect,
@@ -107,7 +108,7 @@ def _report_html(args) -> int:
         dash = build_dashboard(
             store,
             out,
-            run_id=run_id,
+            run_id=None if args.run == LATEST else run_id,  # latest: the dashboard's latest complete run
             baseline=args.baseline,
             all_plots=args.all_plots,
             formats=args.plot_format or ("png",),

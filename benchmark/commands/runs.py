@@ -26,7 +26,8 @@ def register(subparsers) -> None:
         "runs",
         help="list the latest runs in the history",
         description="List runs, newest first: id, start time, duration, commit, branch, machine "
-        "fingerprint, places, results (ok/total), status, and PROBE: the machine's speed during the "
+        "fingerprint, places with a result, results (OK/RAN: ok of those that ran; SKIPPED: not run on this "
+        "machine, e.g. GPU cases on a CPU build), status, and PROBE: the machine's speed during the "
         "run, the median time of the reference probe (a fixed numpy workload timed in the worker "
         "processes beside every trial; lower is faster, comparable between runs of one machine "
         "only; '-' where none was timed). A run whose process died shows as 'interrupted'.",
@@ -54,7 +55,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             r.git_branch,
             _short_machine(r.machine),
             ",".join(r.places) or "-",
-            f"{r.results_by_status.get('ok', 0)}/{r.results}",
+            f"{r.results_by_status.get('ok', 0)}/{r.results - r.results_by_status.get('skipped', 0)}",
+            r.results_by_status.get("skipped", 0),
             r.status,
             r.trigger,
             format_value(r.probe_s, "s") if r.probe_s else "-",
@@ -69,12 +71,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         "BRANCH",
         "MACHINE",
         "PLACES",
-        "OK/ALL",
+        "OK/RAN",
+        "SKIPPED",
         "STATUS",
         "TRIGGER",
         "PROBE",
     )
-    print_table(headers, rows, right=(0, 2, 7, 10))
+    print_table(headers, rows, right=(0, 2, 7, 8, 11))
     return 0
 
 

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from benchmark.analysis.summary import stability_warnings, summarize
+from benchmark.metrics import CONFIDENCE
 from benchmark.model import CaseResult
 from benchmark.records import Stats
 from benchmark.units import format_seconds
@@ -275,7 +276,7 @@ def measure(benchmark, prepared, place: str, settings: MeasureSettings) -> Measu
         dev = device_times(prepared, p, min(p.rounds, 50))
     finally:
         _SYNCS.pop(place, None)
-    stats = summarize(samples)
+    stats = summarize(samples, CONFIDENCE)
     per_iter = faults / ((p.rounds + 1) * p.iterations)
     found = Measurement(
         samples=samples,

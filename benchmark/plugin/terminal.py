@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import fnmatch
+import os
+import platform
 import sys
 import textwrap
 import time
@@ -16,9 +18,10 @@ from benchmark.config.selection import csv
 from benchmark.execution import measure
 from benchmark.execution.replies import TrialRecord
 from benchmark.instructions.callgrind import spread
-from benchmark.metrics import METRICS, TIME, get_metric
+from benchmark.metrics import CONFIDENCE, METRICS, TIME, get_metric
 from benchmark.plugin.session import BenchSession
 from benchmark.records import Stats
+from benchmark.results import imprecision, interval_half
 
 
 def header_line(bench: BenchSession) -> str:
@@ -155,15 +158,20 @@ def write_summary(tr, bench: BenchSession) -> None:
             skipped[r.message or ""] = skipped.get(r.message or "", 0) + 1
     shown = [r for r in timed if r.status != "skipped"]
     verbose = bench.config.getoption("verbose") > 0
+    noisy = noisy_cases(shown)
+    busy = busy_machine(len(noisy), len(shown))
     if shown:
         tr.section(f"benchmark summary ({METRICS[TIME].label})")
         tr.write_line(f"{'case':<{CASE_WIDTH}} {'place':<6} {'mode':<9} {'median':>10} {'IQR':>9} {'CI':>7} "
                       f"{'n':>5} {'P':>2} {'between':>7}")  # fmt: skip
     for r in shown:
-        _write_time_row(tr, r, verbose)
+        _write_time_row(tr, r, verbose, hide_noise=busy and not verbose)
     if shown:
         for line in TIME_COLUMNS if bench.processes else IN_PROCESS_COLUMNS:
             tr.write_line(line)
+    if busy:
+        for line in busy_lines(len(noisy), len(shown), _machine_state(), verbose):
+            tr.write_line(line, yellow=True)
     for line in diagnostics_lines([r for r in bench.results if r.status != "skipped"]):
         tr.write_line(line)
     for name in dict.fromkeys(r.metric for r in bench.results if (r.metric or TIME) != TIME):
@@ -216,12 +224,13 @@ LINE_WIDTH = 120
 CASE_WIDTH = LINE_WIDTH - 63
 TIME_COLUMNS = (
     "median: time per iteration, the median of the process values (each a worker process's median round)",
-    "IQR: spread of all rounds · CI: 95% interval of the level from the process values, ± relative to the median",
+    f"IQR: spread of all rounds · CI: {CONFIDENCE:.0%} interval of the level from the process values, ± relative "
+    "to the median",
     "n: rounds · P: worker processes · between: spread of the process values (standard deviation of their logs)",
 )
 IN_PROCESS_COLUMNS = (  # --bench-processes 0: one process, its rounds
     "median: time per iteration, the median of the rounds · IQR: their spread (interquartile range)",
-    "CI: 95% interval of the median, ± relative to it · n: rounds",
+    f"CI: {CONFIDENCE:.0%} interval of the median, ± relative to it · n: rounds",
 )
 
 
@@ -233,9 +242,10 @@ def _case_cell(tr, case_id: str) -> str:
     return " " * CASE_WIDTH
 
 
-def _write_time_row(tr, r, verbose: bool = False) -> None:
-    """One result of the time table, with the warnings that earn their line (diagnostics with -v),
-    its error, throughput and torch comparison below it."""
+def _write_time_row(tr, r, verbose: bool = False, hide_noise: bool = False) -> None:
+    """One result of the time table, with the warnings that earn their line (diagnostics with -v;
+    the noise warnings not when `hide_noise`: the busy machine's line says them), its error,
+    throughput and torch comparison below it."""
     s = r.stats
     if r.status != "ok" and not r.samples:
         tr.write_line(
@@ -246,7 +256,9 @@ def _write_time_row(tr, r, verbose: bool = False) -> None:
         f"{_case_cell(tr, r.case_id)} {r.place:<6} {r.mode:<9} {measure.format_time(s.median):>10} "
         f"{measure.format_time(s.iqr):>9} {_ci(s):>7} {s.rounds:>5} {_between(s)}"
     )
-    for w in r.warnings:
+    for w in case_warnings(r):
+        if hide_noise and _noise(w):
+            continue
         if diagnostic_kind(w) is None:
             for line in textwrap.wrap(
                 f"warning: {w}", LINE_WIDTH, initial_indent="    ", subsequent_indent="      "
@@ -270,14 +282,59 @@ def _write_time_row(tr, r, verbose: bool = False) -> None:
 
 
 def _ci(stats: Stats) -> str:
-    """The CI column: the 95% interval of the level as ± its larger side, relative to the median; an
-    interval wider than the median itself (a few --bench-quick rounds, one outlier) says no more
+    """The CI column: the shown interval of the level as ± its larger side, relative to the median;
+    an interval wider than the median itself (a few --bench-quick rounds, one outlier) says no more
     than that: ">±100%"."""
-    med, low, high = stats.median, stats.ci_low, stats.ci_high
-    if not med or low is None or high is None:
+    half = interval_half(stats)
+    if half is None:
         return "-"
-    half = max(med - low, high - med) / med
     return f"±{half:.1%}" if half < 1 else ">±100%"
+
+
+# The warnings that a machine busy with other work gives many cases at once: a value too spread,
+# its interval too wide, too few rounds in the time allowed (by the prefix before their first ":").
+NOISE = ("unstable", "imprecise", "only ")
+# When at least this many cases, and at least this share of the table, have a noise warning, the
+# suite says so in one line about the machine instead of one line per case.
+BUSY_MIN_CASES = 3
+BUSY_SHARE = 0.5
+
+
+def case_warnings(r) -> list[str]:
+    """A time result's warnings: those recorded with it, and whether the interval the table shows for
+    it is too wide (`benchmark.results.imprecision`: the same interval, the same rule)."""
+    found = imprecision(r.stats)
+    return [*r.warnings, found] if found else list(r.warnings)
+
+
+def _noise(warning: str) -> bool:
+    return warning.startswith(NOISE)
+
+
+def noisy_cases(results) -> list:
+    """The results of the time table with a noise warning."""
+    return [r for r in results if any(_noise(w) for w in case_warnings(r))]
+
+
+def busy_machine(noisy: int, total: int) -> bool:
+    """Whether the noise warnings are the machine's rather than the cases': many cases at once."""
+    return noisy >= BUSY_MIN_CASES and noisy >= BUSY_SHARE * total
+
+
+def busy_lines(noisy: int, total: int, state: str, verbose: bool = False) -> list[str]:
+    """The one warning about a busy machine (its cases' noise warnings: NOISE), in lines of at most
+    LINE_WIDTH: one line where the machine's name is short."""
+    text = f"warning: {state}: {noisy} of {total} cases unreliable, rerun when quiet ({'above' if verbose else '-v'}: why)"
+    return textwrap.wrap(text, LINE_WIDTH, subsequent_indent="  ")
+
+
+def _machine_state() -> str:
+    """This machine, named once, and its load: ``machine host1 was busy (load average 3.1 on 2 CPUs)``."""
+    try:
+        load = f" (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+    except OSError:  # no load average on this system
+        load = ""
+    return f"machine {platform.node() or 'this machine'} was busy{load}"
 
 
 def diagnostics_lines(results) -> list[str]:

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from benchmark.analysis import sequential as seq
+from benchmark.analysis.compare import MAX_MORE
 from benchmark.report.plots import ab_chart, plain_text, save
 from benchmark.report.run_rows import Row
 from benchmark.units import MISSING, format_ratio_change, format_seconds
@@ -74,7 +75,10 @@ def markdown(job) -> str:
         "",
         f"Intervals: {interval_level(job)}.",
         "",
-        "| verdict | case | place | A | B | B/A | interval | pairs |",
+        "A, B: the median of each side's process values. B/A (paired): the estimate the verdict tests, from "
+        "the process values paired by step, so it need not equal B divided by A.",
+        "",
+        "| verdict | case | place | A median | B median | B/A (paired) | interval | pairs |",
         "|---|---|---|---:|---:|---:|---|---:|",
     ]
     for s in sorted(job.states, key=lambda s: (ORDER.get(s.verdict, 9), s.case.id)):
@@ -153,16 +157,19 @@ def inconclusive_words(d) -> str:
     within = f"the difference is within ±{reach:.1%}" if reach < 1 else "the interval is wider than ±100%"
     if abs(abs(d.ratio - 1) - d.min_effect) <= NEAR_MIN_EFFECT * d.min_effect:
         return f"{within}; the estimate sits at the {d.min_effect:.0%} minimum effect, more pairs would not settle it"
-    if d.pairs_needed:
-        return f"{within}; about {max(d.pairs_needed - d.pairs, 1)} more pairs would settle it"
+    more = max(d.pairs_needed - d.pairs, 1) if d.pairs_needed else None
+    if more is not None and more > MAX_MORE * max(d.pairs, 1):  # no advice nobody would follow
+        return f"{within}; the effect is far below this machine's noise: more pairs would not settle it"
+    if more is not None:
+        return f"{within}; about {more} more pairs would settle it"
     return f"{within}; more pairs would narrow it"
 
 
 def interval_level(job) -> str:
     """The level the job's intervals hold at, as a person would say it: the job's false-verdict rate
     spent over its cases and looks (each look's own level is higher, e.g. 99.97%)."""
-    n = len(job.states)
-    return f"{1 - job.alpha:.0%} interval, adjusted for {n} case{'s' if n != 1 else ''} and repeated looks"
+    n = max(1, sum(1 for s in job.states if s.skipped is None))  # the job splits alpha over these only
+    return f"{1 - job.alpha:.0%} interval, adjusted for {n} measured case{'s' if n != 1 else ''} and repeated looks"
 
 
 def write_chart(job, path: str | Path) -> list[Path]:

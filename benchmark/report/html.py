@@ -23,6 +23,7 @@ from benchmark.report import jobs, night, pages
 from benchmark.report.htmlkit import Entry
 from benchmark.report.parallel import parallel_map
 from benchmark.report.run_rows import (
+    RUNS_LOOKED_AT,
     STATUS_ORDER,
     Row,
     SeriesAnalysis,
@@ -31,6 +32,7 @@ from benchmark.report.run_rows import (
     default_min_effect,
     judged_by_series,
     judged_run_id,
+    latest_complete,
     load_series,
     series_min_effect,
 )
@@ -106,7 +108,7 @@ def build_dashboard(
 ) -> Dashboard:
     """Write the dashboard of every series matching `patterns` into `out_dir`.
 
-    `run_id` (default: the latest run) is the run summarised at the top of the index with its A/B
+    `run_id` (default: the latest complete run of the suite) is the run summarised at the top of the index with its A/B
     chart against `baseline` (default: the previous result of each series). Raises LookupError for
     an unknown run and ValueError when no series matches.
     """
@@ -120,7 +122,7 @@ def build_dashboard(
     with _timed(timings, "analyse"):
         entries = _analyse(series, _min_effects(series, min_effect), workers, progress)
     with _timed(timings, "compare"):
-        run, rows, results = _compare(store, run_id, baseline, min_effect)
+        run, rows, results, partial = _compare(store, run_id, baseline, min_effect)
         entries = _judged_status(entries, run, rows)
     with _timed(timings, "plots"):
         (out / "series").mkdir(parents=True, exist_ok=True)
@@ -128,7 +130,7 @@ def build_dashboard(
         rendered = jobs.render_all(todo, workers=workers, progress=progress, description="rendering plots")
         _attach(entries, rendered)
     with _timed(timings, "html"):
-        _write_pages(store, entries, out, run, rows, jobs.files_of(rendered, jobs.AB))
+        _write_pages(store, entries, out, run, rows, jobs.files_of(rendered, jobs.AB), partial)
     files = jobs.files_of(rendered)
     return Dashboard(out, out / "index.html", entries, files, timings, run.id if run else None, rows)
 
@@ -173,15 +175,27 @@ def _judged_status(entries: list[Entry], run: RunRecord | None, rows: list[Row])
     return sorted(entries, key=_index_order)
 
 
+def _judged_run(store, run_id: int | None) -> tuple[RunRecord | None, list[RunRecord]]:
+    """The run the index opens on, and the suite's partial runs after it: `run_id`, else the latest
+    complete run of the suite (`latest_complete`), else (none complete) the latest run."""
+    if run_id is not None:
+        found = store.run(run_id)
+        if found is None:
+            raise LookupError(f"there is no run {run_id}")
+        return found, []
+    run, partial = latest_complete(store.runs(limit=RUNS_LOOKED_AT))
+    if run is not None:
+        return run, partial
+    latest = judged_run_id(store)
+    return (store.run(latest) if latest is not None else None), []
+
+
 def _compare(store, run_id: int | None, baseline: int | None, min_effect: float):
-    """(run, A/B rows, results) of the run summarised on the index (default: the latest)."""
-    run_id = judged_run_id(store) if run_id is None else run_id
-    if run_id is None:
-        return None, [], []
-    run = store.run(run_id)
+    """(run, A/B rows, results, later partial runs) of the run summarised on the index."""
+    run, partial = _judged_run(store, run_id)
     if run is None:
-        raise LookupError(f"there is no run {run_id}")
-    return run, compare_run(store, run_id, baseline, min_effect=min_effect), store.results(run_id)
+        return None, [], [], []
+    return run, compare_run(store, run.id, baseline, min_effect=min_effect), store.results(run.id), partial
 
 
 def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, formats) -> list[jobs.PlotJob]:
@@ -196,7 +210,13 @@ def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, for
 
 
 def _write_pages(
-    store, entries: list[Entry], out: Path, run: RunRecord | None, rows: list[Row], ab_files: list[str]
+    store,
+    entries: list[Entry],
+    out: Path,
+    run: RunRecord | None,
+    rows: list[Row],
+    ab_files: list[str],
+    partial: list[RunRecord],
 ) -> None:
     runs: dict[int, RunRecord | None] = {}
     configs = _configs(store, entries)
@@ -213,7 +233,7 @@ def _write_pages(
     }
     (out / "index.html").write_text(
         pages.index_html(
-            entries, meta, pages.run_section(run, rows, ab_files, out) + night.html(_night_of(run))
+            entries, meta, pages.run_section(run, rows, ab_files, out, partial) + night.html(_night_of(run))
         ),
         encoding="utf-8",
     )

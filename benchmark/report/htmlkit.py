@@ -15,7 +15,7 @@ from typing import Any
 from benchmark.model import Series
 from benchmark.report.run_rows import NOT_IN_RUN, SeriesAnalysis
 from benchmark.text import safe_text
-from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_percent, format_value, time_scale
+from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale
 
 STATUS_COLORS = {
     "regression": "#c62828",
@@ -86,12 +86,6 @@ def units_for(series: Series) -> Units:
     if series.unit in SECONDS:
         return Units(*time_scale(series.values), source=series.unit)
     return Units(1.0, series.unit, series.unit)
-
-
-def fmt_change(change: float | None) -> str:
-    """A relative change as ``+4.8%`` (`benchmark.units.format_percent`, as the gate and the Markdown
-    write it)."""
-    return format_percent(change)
 
 
 def fmt_p(p: float) -> str:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from benchmark.metrics import CONFIDENCE, intervals_line
 from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.run_rows import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
@@ -113,7 +114,7 @@ def _change_table(rows: list[Row]) -> str:
         "mode",
         "baseline median",
         "new median",
-        f"effect ({_conf(rows)} CI)",
+        "effect",
         "evidence",
         "baseline",
     ]
@@ -129,10 +130,6 @@ def _medians(r: Row) -> tuple[str, str]:
         f"{format_value(r.baseline_median, r.unit)} (adjusted)",
         f"{format_value(r.new_median, r.unit)} (adjusted {format_value(r.adjusted_median, r.unit)})",
     )
-
-
-def _conf(rows: list[Row]) -> str:
-    return f"{rows[0].confidence:.0%}" if rows else "99%"
 
 
 def _history_table(rows: list[Row]) -> str:
@@ -228,7 +225,7 @@ def _gate_line(rows: list[Row], baseline: int | None = None) -> str:
     )
 
 
-def _header(run: RunRecord, baseline_run: RunRecord | None, db: str | None) -> str:
+def _header(run: RunRecord, baseline_run: RunRecord | None, db: str | None, level: float) -> str:
     commit = run.git_commit
     branch = f" ({text(run.git_branch)})" if run.git_branch else ""
     parts = [
@@ -237,9 +234,10 @@ def _header(run: RunRecord, baseline_run: RunRecord | None, db: str | None) -> s
         _when(run.started_at),
     ]
     if run.machine:
-        parts.append(f"machine {code(run.machine[:12])}")
+        parts.append(f"machine {code(words.short_machine(run.machine, 12))}")
     if db:
         parts.append(f"history {code(db)}")
+    parts.append(intervals_line(level))
     if baseline_run is None:
         base = f"Baseline: {BASELINE_TEXT}."
     else:
@@ -260,7 +258,7 @@ def render(
     regressions = [r for r in rows if r.regressed]
     improvements = [r for r in rows if r.improved]
     sections = [
-        _header(run, baseline_run, db),
+        _header(run, baseline_run, db, rows[0].confidence if rows else CONFIDENCE),
         _gate_line(rows, baseline_run.id if baseline_run else None),
         _counts_table(rows),
         f"### Regressions ({len(regressions)})\n\n{_change_table(regressions)}",

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark.metrics import CONFIDENCE, intervals_line
 from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.htmlkit import (
@@ -17,7 +18,6 @@ from benchmark.report.htmlkit import (
     Entry,
     badge,
     e,
-    fmt_change,
     fmt_date,
     fmt_p,
     options,
@@ -25,7 +25,7 @@ from benchmark.report.htmlkit import (
     short_commit,
     status_why,
 )
-from benchmark.report.run_rows import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, run_notice
+from benchmark.report.run_rows import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, ran, run_notice
 from benchmark.report.svg import sparkline_svg, trend_svg
 from benchmark.units import MISSING
 
@@ -39,10 +39,9 @@ def _index_row(entry: Entry) -> str:
     return (
         f'<tr class="series" data-name="{e(search)}" data-place="{e(s.place)}" data-status="{e(a.status)}">'
         f'<td class="case"><a href="{e(entry.page)}">{e(s.case_id)}</a></td>'
-        f"<td>{e(s.place)}</td><td>{e(s.mode)}</td><td>{e(s.machine[:8])}</td>"
+        f"<td>{e(s.place)}</td><td>{e(s.mode)}</td><td>{e(words.short_machine(s.machine))}</td>"
         f'<td class="num">{len(s)}</td><td class="num">{e(entry.units.val(latest))}</td>'
-        f'<td class="num judged">{e(judged_effect(a))}</td>'
-        f'<td class="num">{e(fmt_change(a.change_vs_previous))}</td><td>{e(last_change(entry))}</td>'
+        f'<td class="num judged">{e(judged_effect(a))}</td><td>{e(last_change(entry))}</td>'
         f'<td class="status">{badge(a.status, status_why(a))}</td>'
         f"<td>{sparkline_svg(s.values, a.status)}</td></tr>"
     )
@@ -63,7 +62,15 @@ def last_change(entry: Entry) -> str:
     return f"{cp.magnitude:+.1%}, {ago} run{'s' if ago != 1 else ''} ago"
 
 
-def run_section(run: RunRecord | None, rows: list[Row], ab_files: list[str], out_dir: Path) -> str:
+def run_section(
+    run: RunRecord | None,
+    rows: list[Row],
+    ab_files: list[str],
+    out_dir: Path,
+    partial: Sequence[RunRecord] = (),
+) -> str:
+    """The judged run: its gate verdict, its tally and its A/B chart; `partial`: the suite's partial
+    runs after it (the index opens on the latest complete run and says why)."""
     if run is None:
         return ""
     c = counts(rows)
@@ -84,17 +91,30 @@ def run_section(run: RunRecord | None, rows: list[Row], ab_files: list[str], out
     stamp = fmt_date(run.started_at.timestamp(), True) if isinstance(run.started_at, dt.datetime) else MISSING
     return (
         f'<section id="run"><h2>Run {e(run.id)} · {e(short_commit(run.git_commit))} · {e(stamp)} · '
-        f'gate {verdict}</h2><p class="note">As <code>benchmark gate</code> judges it: each result against '
-        f"{BASELINE_TEXT}.</p>"
+        f'gate {verdict}</h2>{_which_run(run, partial)}<p class="note">As <code>benchmark gate</code> judges '
+        f"it: each result against {BASELINE_TEXT}.</p>"
         f'<div class="summary">{items}</div>{img}</section>'
     )
+
+
+def _which_run(run: RunRecord, partial: Sequence[RunRecord]) -> str:
+    """``run 7, the latest complete run; run 8 was partial: 4 of 90 series`` where later runs were partial."""
+    if not partial:
+        return ""
+    later = "; ".join(
+        f"run {r.id} was partial: {ran(r)} of {ran(run)} series"
+        if r.status == "complete"
+        else f"run {r.id} {r.status}"
+        for r in partial
+    )
+    return f'<p class="note which-run">Run {e(run.id)}, the latest complete run; {e(later)}.</p>'
 
 
 def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> str:
     """The index: the judged run, the tally, the filters and one row per series; the series whose
     case was skipped in the run (GPU cases on a CPU machine) get a short section at the end."""
     skipped = [en for en in entries if en.analysis.status == "skipped"]
-    entries_all, entries = entries, [en for en in entries if en.analysis.status != "skipped"]
+    entries = [en for en in entries if en.analysis.status != "skipped"]
     places = sorted({en.series.place for en in entries})
     present = {en.analysis.status for en in entries}
     statuses = [s for s in STATUS_ORDER if s in present]
@@ -112,17 +132,21 @@ def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> 
         '<table id="series"><thead><tr><th>Case</th><th>Place</th><th>Mode</th><th>Machine</th>'
         '<th class="num">Runs</th><th class="num">Latest median</th>'
         '<th class="num" title="the effect and interval the gate judged, as benchmark gate prints them">Change '
-        '(judged)</th><th class="num" title="latest median against the previous run\'s median, not judged">'
-        "vs previous run</th>"
+        "(judged)</th>"
         f"<th>Last change point</th><th>Status</th><th>Trend</th></tr></thead><tbody>{rows}"
-        '<tr id="no-match" hidden><td colspan="11">No series matches the filters.</td></tr></tbody></table>'
+        '<tr id="no-match" hidden><td colspan="10">No series matches the filters.</td></tr></tbody></table>'
     )
     header = (
-        f'<h1>Benchmark history</h1><div class="meta">{len(entries_all)} series · history {e(meta["db"])} · '
-        f"generated {e(meta['generated'])}</div>"
+        f'<h1>Benchmark history</h1><div class="meta">{len(entries)} series{_not_run_count(skipped)} · '
+        f"{e(intervals_line())} · history {e(meta['db'])} · generated {e(meta['generated'])}</div>"
     )
     body = f'{run_section}<div class="summary">{tally}</div>{filters}{table}{_not_run(skipped)}'
     return page("Benchmark history", header, body, FILTER_JS)
+
+
+def _not_run_count(skipped: list[Entry]) -> str:
+    """`` (+ 4 not run on this machine)`` beside the series count, so both counts of the page agree."""
+    return f" (+ {len(skipped)} not run on this machine)" if skipped else ""
 
 
 def _not_run(entries: list[Entry]) -> str:
@@ -161,7 +185,6 @@ def _history_rows(entry: Entry) -> str:
     items: list[tuple[float, str]] = []
     for i in range(len(s)):
         med = float(s.values[i])
-        change = med / float(s.values[i - 1]) - 1 if i else math.nan
         marks = []
         if i in cps:
             marks.append("change point")
@@ -174,7 +197,7 @@ def _history_rows(entry: Entry) -> str:
             (
                 s.times[i],
                 f"<tr{cls}><td>{s.run_ids[i]}<td>{dates[i]}<td>{e(short_commit(s.commits[i]))}<td>ok"
-                f"<td>{u.num(med)}<td>{u.num(s.ci_low[i])} – {u.num(s.ci_high[i])}<td>{fmt_change(change)}"
+                f"<td>{u.num(med)}<td>{u.num(s.ci_low[i])} – {u.num(s.ci_high[i])}"
                 f"<td>{e(', '.join(marks))}</tr>",
             )
         )
@@ -183,7 +206,7 @@ def _history_rows(entry: Entry) -> str:
             (
                 o["time"],
                 f'<tr class="bad"><td>{o["run_id"]}<td>{e(fmt_date(o["time"]))}<td>{e(short_commit(o["commit"]))}'
-                f'<td>{e(o["status"])}<td colspan="4">{e(o["message"] or "")}</tr>',
+                f'<td>{e(o["status"])}<td colspan="3">{e(o["message"] or "")}</tr>',
             )
         )
     items.sort(key=lambda t: t[0], reverse=True)
@@ -284,14 +307,13 @@ def series_html(entry: Entry, run: RunRecord | None, config: dict[str, Any] | No
     latest = float(s.values[-1]) if len(s) else None
     facts = (
         f"<span>status {badge(a.status, status_why(a))}</span><span>latest median <b>{e(u.val(latest))}</b></span>"
-        f"<span>change (judged) <b>{e(judged_effect(a))}</b></span>"
-        f"<span>vs previous run <b>{e(fmt_change(a.change_vs_previous))}</b></span><span>{len(s)} ok runs</span>"
+        f"<span>change (judged) <b>{e(judged_effect(a))}</b></span><span>{len(s)} ok runs</span>"
         f"<span>{len(s.others)} without a number</span><span>config {e(s.config_hash)}</span>"
     )
     header = (
         f'<div class="meta"><a href="../index.html" style="color:#c5cfd9">← all series</a></div>'
         f'<h1 class="case">{e(s.case_id)}</h1><div class="meta">{e(s.name)} · {e(s.place)} · {e(s.mode)} · '
-        f"machine {e(s.machine)}</div>"
+        f"machine {e(s.machine)} · {e(intervals_line())}</div>"
     )
     body = (
         f'<div class="summary">{facts}</div>'
@@ -300,8 +322,8 @@ def series_html(entry: Entry, run: RunRecord | None, config: dict[str, Any] | No
         f"<section><h2>Change points and gate alerts</h2>{change_table(entry)}</section>"
         f"{_telemetry_block(entry)}"
         f'<section><h2>History (newest first)</h2><table class="history"><thead><tr><th>Run</th><th>Date</th>'
-        f"<th>Commit</th><th>Status</th><th>Median ({e(u.unit)})</th><th>95% CI ({e(u.unit)})</th>"
-        f"<th>vs previous</th><th>Marks</th></tr></thead><tbody>{_history_rows(entry)}</tbody></table></section>"
+        f"<th>Commit</th><th>Status</th><th>Median ({e(u.unit)})</th><th>{CONFIDENCE:.0%} CI ({e(u.unit)})</th>"
+        f"<th>Marks</th></tr></thead><tbody>{_history_rows(entry)}</tbody></table></section>"
         f"<section><h2>Environment of the latest run</h2>{env_html(run, config)}</section>"
     )
     return page(f"{s.case_id} · {s.place} · {s.mode}", header, body)

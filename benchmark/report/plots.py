@@ -25,6 +25,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from benchmark.metrics import CONFIDENCE  # noqa: E402
 from benchmark.model import CaseResult  # noqa: E402
 from benchmark.report.run_rows import Row  # noqa: E402
 from benchmark.text import safe_text  # noqa: E402
@@ -173,7 +174,7 @@ def ab_chart(
     ax.xaxis.set_major_formatter(
         FuncFormatter(lambda v, _p: f"{v:+.0f}%" if abs(v) >= 1 or v == 0 else f"{v:+.1f}%")
     )
-    conf = data[0].confidence if data else 0.99
+    conf = data[0].confidence if data else CONFIDENCE
     ax.set_xlabel(xlabel or f"change as the gate judged it (effect vs baseline), {conf:.0%} interval")
     ax.set_ylabel("case [place, mode]")
     ax.grid(True, axis="x", alpha=0.3)

@@ -22,6 +22,7 @@ import numpy as np
 from benchmark.analysis.events import environment_events
 from benchmark.analysis.history import Alert, simulate_online
 from benchmark.analysis.segmentation import ChangePoint, segment
+from benchmark.analysis.summary import median_ci, process_level_ci
 from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gate.settings import (
     DEFAULT_GATES_PATH,
@@ -31,9 +32,9 @@ from benchmark.gate.settings import (
     load_gates,
     with_min_effect,
 )
-from benchmark.metrics import TIME
+from benchmark.metrics import CONFIDENCE, TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
-from benchmark.records import HistoryPoint, process_probe
+from benchmark.records import HistoryPoint, RunRecord, process_probe
 from benchmark.report import text as words
 
 # The gate's built-in defaults (benchmark/gate/settings.py); configs/gates.yaml's are read when it exists.
@@ -101,7 +102,7 @@ class Row:
     ci_high: float = math.nan
     p_value: float = math.nan
     q_value: float = math.nan
-    confidence: float = 1 - DEFAULT_ALPHA
+    confidence: float = CONFIDENCE
     min_effect: float = DEFAULT_MIN_EFFECT
     reason: str = ""
     message: str | None = None
@@ -192,7 +193,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         events=list(d.events),
         revert=d.revert,
         min_effect=d.min_effect if math.isfinite(d.min_effect) else DEFAULT_MIN_EFFECT,
-        confidence=d.confidence if math.isfinite(d.confidence) else 1 - DEFAULT_ALPHA,
+        confidence=d.confidence if math.isfinite(d.confidence) else CONFIDENCE,
     )
 
 
@@ -303,6 +304,35 @@ def judged_run_id(store) -> int | None:
     return latest if latest is not None else store.latest_run_id()
 
 
+SIDE_JOB_TRIGGERS = ("compare", "bisect", "import")  # runs that are not the suite's own
+RUNS_LOOKED_AT = 100  # the latest runs the dashboard looks through for its latest complete run
+
+
+def ran(run: RunRecord) -> int:
+    """The results of a run that ran (its stored results but the skipped ones)."""
+    return run.results - run.results_by_status.get("skipped", 0)
+
+
+def latest_complete(runs: Sequence[RunRecord]) -> tuple[RunRecord | None, list[RunRecord]]:
+    """Of `runs` (newest first, as `Store.runs` gives them): the latest complete run of the suite, and
+    the suite's partial runs after it, newest first.
+
+    A run is complete when it finished `complete` and measured the whole selection: it was not
+    narrowed by -k or -m (its `selection`), or it ran at least as many results as the complete run
+    before it (the first run of a history counts as complete). Runs of `benchmark compare`, `bisect`
+    and imports are not the suite's.
+    """
+    suite = [r for r in runs if r.trigger not in SIDE_JOB_TRIGGERS]
+    found: RunRecord | None = None
+    for run in reversed(suite):
+        narrowed = bool(run.extra.get("selection"))
+        if run.status == "complete" and (not narrowed or found is None or ran(run) >= ran(found)):
+            found = run
+    if found is None:
+        return None, []
+    return found, [r for r in suite[: suite.index(found)]]
+
+
 def series_min_effect(gates: Gates, series: Series) -> float:
     """The minimum effect configs/gates.yaml sets for a series (as the judge applies it)."""
     return gates.for_case(series.case_id, series.name, series.place, series.metric).min_effect
@@ -318,7 +348,6 @@ class SeriesAnalysis:
     change_points: list[ChangePoint]
     alerts: list[Alert]
     status: str
-    change_vs_previous: float = math.nan
     alert: Alert | None = None
     """The alert that set the status (recent, not reverted)."""
     judged: Judged | None = None
@@ -348,8 +377,8 @@ def _series_from_rows(points: list[HistoryPoint]) -> Series:
         times=[_ts(p.started_at) for p in ok],
         commits=[p.git_commit for p in ok],
         values=np.array([p.median for p in ok], dtype=float),
-        ci_low=np.array([np.nan if p.stats.ci_low is None else p.stats.ci_low for p in ok], dtype=float),
-        ci_high=np.array([np.nan if p.stats.ci_high is None else p.stats.ci_high for p in ok], dtype=float),
+        ci_low=np.array([run_interval(p)[0] for p in ok], dtype=float),
+        ci_high=np.array([run_interval(p)[1] for p in ok], dtype=float),
         rounds=[int(p.rounds or 0) for p in ok],
         throughput=np.array([np.nan if p.throughput is None else p.throughput for p in ok], dtype=float),
         throughput_unit=next((p.throughput_unit for p in reversed(ok) if p.throughput_unit), None),
@@ -376,6 +405,21 @@ def _series_from_rows(points: list[HistoryPoint]) -> Series:
         if p.status != "ok" or p.median is None
     ]
     return s
+
+
+def run_interval(p: HistoryPoint) -> tuple[float, float]:
+    """The interval of a run's level at `CONFIDENCE`, the one level of every view: from its process
+    values (2 or more) or its rounds where the point has them, else as stored when stored at that
+    level; NaNs otherwise (an older run's 95% interval is not shown as a 98% one)."""
+    values = [v.value for v in p.processes or () if v.status == "ok" and v.value is not None]
+    if len(values) >= 2:
+        return process_level_ci(values, CONFIDENCE)
+    samples = _finite(p.samples)
+    if samples.size:
+        return median_ci(samples.tolist(), CONFIDENCE)
+    if p.stats.confidence == CONFIDENCE and p.stats.ci_low is not None and p.stats.ci_high is not None:
+        return p.stats.ci_low, p.stats.ci_high
+    return math.nan, math.nan
 
 
 def series_from_history(points: Iterable[HistoryPoint]) -> list[Series]:
@@ -432,7 +476,6 @@ def analyse(
     """Offline change points, online alerts and the status of one series."""
     values = series.values
     n = values.size
-    change = float(values[-1] / values[-2] - 1) if n >= 2 and values[-2] > 0 else math.nan
     usable = n >= 4 and bool(np.all(np.isfinite(values)))
     samples = _floor_samples(series)
     events = series.events or None
@@ -440,9 +483,7 @@ def analyse(
     cps = segment(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
     alerts = simulate_online(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
     status, alert = _status(series, alerts, recent)
-    return SeriesAnalysis(
-        change_points=cps, alerts=alerts, status=status, change_vs_previous=change, alert=alert
-    )
+    return SeriesAnalysis(change_points=cps, alerts=alerts, status=status, alert=alert)
 
 
 def _floor_samples(series: Series, last: int = FLOOR_RUNS) -> list | None:

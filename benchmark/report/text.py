@@ -9,6 +9,7 @@ Markdown escapes what it takes from here; this module writes plain text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -98,17 +99,17 @@ def regime_line(decisions: Iterable[Any]) -> str | None:
 
 
 def machine_line(run_id: int, speed: Any) -> str | None:
-    """``machine: run 7's probe read 38.8 ms, 1.89x the median of 6 earlier runs on this machine
-    (20.5 ms): ...`` for a run whose machine ran at an unusual speed
-    (:class:`benchmark.analysis.adjust.MachineSpeed`), else None."""
+    """``machine: run 7 ran 1.89x slower (probe 38.8 ms, usually 20.5): regressions may be the
+    machine's`` (at most about 100 columns) for a run whose machine ran at an unusual speed
+    (:class:`benchmark.analysis.adjust.MachineSpeed`; `benchmark gate --json` gives its figures), else None."""
     if speed is None or not speed.unusual:
         return None
     slower = speed.ratio > 1
+    factor = speed.ratio if slower else 1 / speed.ratio
     return (
-        f"machine: run {run_id}'s probe read {speed.probe_s * 1e3:.1f} ms, {speed.ratio:.2f}x the median of "
-        f"{speed.runs} earlier runs on this machine ({speed.usual_s * 1e3:.1f} ms): the machine was "
-        f"{'slower' if slower else 'faster'} than usual while it ran, so its "
-        f"{'regressions' if slower else 'improvements'} may be the machine's; rerun it on a quiet machine"
+        f"machine: run {run_id} ran {factor:.2f}x {'slower' if slower else 'faster'} (probe "
+        f"{speed.probe_s * 1e3:.1f} ms, usually {speed.usual_s * 1e3:.1f}): "
+        f"{'regressions' if slower else 'improvements'} may be the machine's"
     )
 
 
@@ -170,3 +171,10 @@ def not_run_lines(cases: Iterable[tuple[str, str]]) -> list[str]:
 def not_run_title(n: int) -> str:
     """The heading of the short section the skipped cases get: ``Not run on this machine: 37 cases``."""
     return f"Not run on this machine: {n} case{'s' if n != 1 else ''}"
+
+
+def short_machine(machine: str, width: int = 8) -> str:
+    """A machine fingerprint cut to `width` characters, with the mark after it kept whole: the side
+    of a `benchmark compare` (``55c5827b/compare-A``) or an import (``55c5827b+imported``)."""
+    head = re.match(r"[0-9A-Za-z]*", machine).group(0)  # type: ignore[union-attr]  # always matches
+    return head[:width] + machine[len(head) :]

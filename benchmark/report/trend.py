@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from benchmark.analysis.adjust import estimate
-from benchmark.metrics import TIME, get_metric, views_of
+from benchmark.metrics import CONFIDENCE, TIME, get_metric, views_of
 from benchmark.model import Series
 from benchmark.report.plots import (
     IMPROVEMENT_COLOR,
@@ -291,7 +291,7 @@ def _draw_panel(ax, series: Series, analysis: SeriesAnalysis, values, start: int
     n_points = _draw_samples(ax, points, start)
     if np.isfinite(lo[start:]).any():
         band = ax.fill_between(x, lo[start:], hi[start:], color=BAND_COLOR, alpha=0.45, lw=0,
-                               label="95% CI of the level", zorder=2)  # fmt: skip
+                               label=f"{CONFIDENCE:.0%} CI of the level", zorder=2)  # fmt: skip
         band.set_gid("ci-band")
     _draw_processes(ax, series, metric, start)
     dense = n - start > DENSE_RUNS  # a zig-zag of hundreds of runs hides the levels: dots, faint line

@@ -177,7 +177,8 @@ class StoreReads:
         out: dict[int, tuple[set, dict]] = {}
         for run_id, place, status, n in conn.execute(query):
             places, by_status = out.setdefault(run_id, (set(), {}))
-            places.add(place)
+            if status != "skipped":  # a place is the run's where it has a result (not a GPU case skipped)
+                places.add(place)
             by_status[status] = by_status.get(status, 0) + n
         return out
 
