@@ -92,6 +92,9 @@ class Series:
     others: list[dict[str, Any]] = field(default_factory=list)
     # The acknowledgement the series starts from (the judge's baselines: `Series.since_run`), if any.
     acknowledgement: Acknowledgement | None = None
+    # The job its runs come from (`benchmark.records.job_of`): "suite", or a side job ("compare",
+    # "bisect", "night"), whose runs are series of their own (a suffixed machine fingerprint).
+    job: str = "suite"
 
     @property
     def case_id(self) -> str:

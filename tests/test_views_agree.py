@@ -144,12 +144,11 @@ def test_every_view_gives_each_case_the_same_status_and_effect(history, tmp_path
 
 def test_a_trend_plot_shows_each_worker_process_value_not_an_interval_pooled_over_them(history):
     from benchmark.report import trend
-    from benchmark.report.run_rows import load_series
     from benchmark.store import open_store
 
     store = open_store(f"sqlite:///{history}")
     try:
-        (series,) = [s for s in load_series(store, ["abs_smoke"]) if s.mode == "static"]
+        (series,) = [s for s in store.series(["abs_smoke"]) if s.mode == "static"]
     finally:
         store.close()
     stored = np.concatenate(series.process_values)

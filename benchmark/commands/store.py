@@ -125,6 +125,13 @@ def _register_history(subparsers) -> None:
     parser.add_argument("pattern", metavar="PATTERN", help="case id glob (op.matmul*) or substring")
     parser.add_argument("--place", metavar="P", help="only this place (cpu, gpu:0; 'gpu' matches every GPU)")
     parser.add_argument("--last", type=positive_int, metavar="N", help="only the latest N results per series")
+    parser.add_argument(
+        "--job",
+        choices=("suite", "compare", "bisect", "night", "all"),
+        default="suite",
+        help="the runs of one job: the suite's (default), or those of `benchmark compare`, `bisect` or "
+        "`night`, whose runs are series of their own; all: every run",
+    )
     add_db(parser)
     parser.set_defaults(func=cmd_history)
 
@@ -132,7 +139,8 @@ def _register_history(subparsers) -> None:
 @command("history")
 def cmd_history(args: argparse.Namespace) -> int:
     with open_history(args.db) as store:
-        rows = store.history(args.pattern, place=args.place, last=args.last)
+        job = None if args.job == "all" else args.job
+        rows = store.history(args.pattern, place=args.place, last=args.last, job=job)
     if not rows:
         raise CommandError(f"no results match {args.pattern!r}" + (f" on {args.place}" if args.place else ""))
     table = [_history_row(r) for r in rows]

@@ -2,8 +2,8 @@
 
 * :func:`compare_run`: the one judge's decisions on a run (:func:`benchmark.gate.judge`) as report
   rows, so the reports, the dashboard badges and `benchmark gate` never disagree.
-* :func:`load_series`, :func:`analyse`: the per-run medians of each series, its change points, the
-  alerts the online detector would have raised, and its status. The method: docs/detection.md.
+* :func:`analyse`: a series' change points (`Store.series` reads it), the alerts the online detector
+  would have raised, fed as the gate feeds it, and its status. The method: docs/detection.md.
 
 Everything returned is plain, picklable data, so plots can be rendered in worker processes.
 """
@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmark.analysis.events import environment_events
-from benchmark.analysis.history import Alert, simulate_online
+from benchmark.analysis.history import Alert
 from benchmark.analysis.segmentation import ChangePoint, segment
 from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_compare
+from benchmark.gate.series import detector_feed, online_alerts
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
 from benchmark.metrics import TIME
 from benchmark.model import FAILING, Evidence, Series, Verdict
-from benchmark.records import HistoryPoint, process_probe
 from benchmark.report import text as words
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
@@ -127,11 +126,6 @@ class Row:
     def label(self) -> str:
         metric = "" if self.metric == TIME else f", {self.metric}"
         return f"{self.case_id} [{self.place}, {self.mode}{metric}]"
-
-
-def _finite(values: Sequence[float] | np.ndarray | None) -> np.ndarray:
-    x = np.asarray(values if values is not None else [], dtype=float).ravel()
-    return x[np.isfinite(x)]
 
 
 BASELINE_TEXT = (
@@ -322,133 +316,39 @@ class SeriesAnalysis:
         return dataclasses.replace(self, status=judged.status if judged else NOT_IN_RUN, judged=judged)
 
 
-def _ts(value: Any) -> float:
-    return value.timestamp() if hasattr(value, "timestamp") else float(value)
-
-
-def _series_from_rows(points: list[HistoryPoint]) -> Series:
-    first = points[0]
-    ok = [p for p in points if p.status == "ok" and p.median is not None]
-    s = Series(
-        key=first.key,
-        name=first.name or first.case_id,
-        machine=first.machine or "",
-        series_id=first.series_id or 0,
-        unit=(ok[-1].unit if ok else first.unit) or "s",
-        run_ids=[p.run_id for p in ok],
-        result_ids=[p.result_id for p in ok],
-        times=[_ts(p.started_at) for p in ok],
-        commits=[p.git_commit for p in ok],
-        values=np.array([p.median for p in ok], dtype=float),
-        ci_low=np.array([np.nan if p.stats.ci_low is None else p.stats.ci_low for p in ok], dtype=float),
-        ci_high=np.array([np.nan if p.stats.ci_high is None else p.stats.ci_high for p in ok], dtype=float),
-        rounds=[int(p.rounds or 0) for p in ok],
-        throughput=np.array([np.nan if p.throughput is None else p.throughput for p in ok], dtype=float),
-        throughput_unit=next((p.throughput_unit for p in reversed(ok) if p.throughput_unit), None),
-    )
-    if ok and ok[0].samples is not None:
-        s.samples = [_finite(p.samples) for p in ok]
-    if ok and ok[0].processes is not None:
-        s.process_values = [
-            _finite([v.value for v in p.processes or () if v.status == "ok" and v.value is not None])
-            for p in ok
-        ]
-        s.probes = np.array([process_probe(p.processes) or math.nan for p in ok], dtype=float)
-    # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
-    s.events = environment_events([p.machine_env for p in ok])
-    s.others = [
-        {
-            "run_id": p.run_id,
-            "time": _ts(p.started_at),
-            "commit": p.git_commit,
-            "status": p.status,
-            "message": p.message,
-        }
-        for p in points
-        if p.status != "ok" or p.median is None
-    ]
-    return s
-
-
-def series_from_history(points: Iterable[HistoryPoint]) -> list[Series]:
-    """Group `Store.history` points (ordered by series, then time) into series."""
-    groups: dict[tuple, list[HistoryPoint]] = {}
-    for p in points:
-        groups.setdefault((*p.key, p.machine), []).append(p)
-    return [_series_from_rows(g) for g in groups.values()]
-
-
-def load_series(
-    store,
-    patterns: Sequence[str] = ("*",),
-    place: str | None = None,
-    *,
-    last: int | None = None,
-    with_samples: bool = True,
-    run_id: int | None = None,
-) -> list[Series]:
-    """Every series whose case id matches one of `patterns` (globs or substrings).
-
-    With `run_id`, only the series that have a result in that run, and only their history up to it.
-    """
-    seen: dict[tuple, Series] = {}
-    for pattern in patterns or ("*",):
-        for s in series_from_history(store.history(pattern, place, last, with_samples=with_samples)):
-            seen.setdefault(s.report_key, s)
-    series = list(seen.values())
-    if run_id is not None:
-        series = [_upto(s, run_id) for s in series if run_id in s.run_ids or _other_in(s, run_id)]
-    return series
-
-
-def _other_in(s: Series, run_id: int) -> bool:
-    return any(o["run_id"] == run_id for o in s.others)
-
-
-def _upto(s: Series, run_id: int) -> Series:
-    """The series cut after the result of `run_id`."""
-    if run_id in s.run_ids:
-        end = s.run_ids.index(run_id) + 1
-    else:
-        t = next(o["time"] for o in s.others if o["run_id"] == run_id)
-        end = int(np.searchsorted(np.asarray(s.times), t, side="right"))
-    cut = s.head(end)
-    limit = s.times[end - 1] if end else -math.inf
-    cut.others = [o for o in s.others if o["time"] <= limit or o["run_id"] == run_id]
-    return cut
-
-
 def analyse(
     series: Series, *, min_effect: float = DEFAULT_MIN_EFFECT, recent: int = RECENT_RUNS
 ) -> SeriesAnalysis:
-    """Offline change points, online alerts and the status of one series."""
+    """Offline change points, online alerts and the status of one series: the detector fed as the
+    gate feeds it (`benchmark.gate.series.detector_feed`, one value per run)."""
     values = series.values
     n = values.size
     change = float(values[-1] / values[-2] - 1) if n >= 2 and values[-2] > 0 else math.nan
-    usable = n >= 4 and bool(np.all(np.isfinite(values)))
-    samples = _floor_samples(series)
+    feed = detector_feed(series, series.metric, every_run=True)
+    usable = n >= 4 and bool(np.all(np.isfinite(feed.values)))
+    samples = _floor_samples(feed.samples)
     events = series.events or None
-    runs = values.tolist()  # plain floats, as the analysis functions are typed
-    cps = segment(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
-    alerts = simulate_online(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
+    kw: dict[str, Any] = {"min_effect": min_effect, "higher_is_better": False, "events": events}
+    cps = segment(feed.values, samples=samples, **kw) if usable else []
+    alerts = online_alerts(feed.values, samples, feed.procs, **kw) if usable else []
     status, alert = _status(series, alerts, recent)
     return SeriesAnalysis(
         change_points=cps, alerts=alerts, status=status, change_vs_previous=change, alert=alert
     )
 
 
-def _floor_samples(series: Series, last: int = FLOOR_RUNS) -> list | None:
-    """Raw samples of the last `last` runs only (None for the others).
+def _floor_samples(samples: list[np.ndarray], last: int = FLOOR_RUNS) -> list | None:
+    """Raw samples of the last `last` runs only (None for the others; None without samples).
 
     The analysis uses raw samples only for a floor under the between-run noise: the median of the
     per-run standard errors. The latest runs estimate it as well as all of them, at a quarter of
     the cost on a 365-run history.
     """
-    n = len(series)
-    if len(series.samples) != n:
+    n = len(samples)
+    if not any(x.size for x in samples):
         return None
     keep = min(n, last)
-    return [None] * (n - keep) + list(series.samples[n - keep :])
+    return [None] * (n - keep) + list(samples[n - keep :])
 
 
 def _status(series: Series, alerts: list[Alert], recent: int) -> tuple[str, Alert | None]:
