@@ -14,7 +14,7 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult, Series, SeriesKey
+from benchmark.model import CaseResult, Series, SeriesKey, Verdict, verdict_words
 from benchmark.report import jobs, plots, trend
 from benchmark.report.run_rows import Row, analyse
 from benchmark.store import open_store
@@ -182,7 +182,7 @@ def test_save_writes_png_and_svg(store, tmp_path):
 
 def _ab_rows(n: int) -> list[Row]:
     rng = np.random.default_rng(3)
-    verdicts = ("slower", "faster", "same", "inconclusive")
+    verdicts = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.PASS, Verdict.INCONCLUSIVE)
     rows = []
     for i in range(n):
         r = float(np.exp(rng.normal(0, 0.06)))
@@ -233,7 +233,7 @@ def test_ab_chart_is_sorted_and_colored_by_verdict():
     ax = fig.axes[0]
     points = {}
     for verdict in plots.VERDICT_COLORS:
-        lines = [ln for ln in ax.lines if ln.get_gid() == f"verdict-{verdict}"]
+        lines = [ln for ln in ax.lines if ln.get_gid() == f"verdict-{verdict_words(verdict).ab}"]
         assert len(lines) == 1, verdict
         points[verdict] = (lines[0].get_xdata(), lines[0].get_ydata(), lines[0].get_color())
         assert lines[0].get_color() == plots.VERDICT_COLORS[verdict]

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from benchmark import cli
-from benchmark.report.run_rows import JUDGED_STATUS
+from benchmark.model import Verdict, verdict_words
 from benchmark.report.text import effect
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 
 # The gate's verdict words and the Markdown report's section titles, in the dashboard's status words.
-GATE_WORDS = {str(v).upper(): status for v, status in JUDGED_STATUS.items()}
+GATE_WORDS = {str(v).upper(): verdict_words(v).status for v in Verdict}
 MD_SECTIONS = {"Regressions": "regression", "Improvements": "improvement", "Inconclusive": "inconclusive",
                "Pass": "pass", "New": "new"}  # fmt: skip
 

@@ -76,11 +76,7 @@ def judge_ab(
     decision.ci_low, decision.ci_high = c.ci_low - 1.0, c.ci_high - 1.0
     decision.confidence = c.confidence
     decision.p_value = c.p_value
-    decision.verdict = {
-        "slower": Verdict.REGRESSION,
-        "faster": Verdict.IMPROVEMENT,
-        "same": Verdict.PASS,
-    }.get(c.verdict, Verdict.INCONCLUSIVE)
+    decision.verdict = c.verdict
     decision.evidence_kind = _AB_EVIDENCE.get(c.method, Evidence.NONE)
     if c.method == "processes":
         decision.evidence = (
@@ -510,16 +506,16 @@ def judge_level(
         f"{m.label} {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
         f"noise {c.noise:.2%}, floor {s.noise_floor:.2%})"
     )
-    decision.verdict = Verdict(c.verdict)
+    decision.verdict = c.verdict
     decision.evidence_kind = Evidence.DETERMINISTIC
-    if c.verdict == "regression" and c.standing_since is not None:
+    if c.verdict == Verdict.REGRESSION and c.standing_since is not None:
         since = runs[c.standing_since] if c.standing_since < len(runs) else result.run_id
         decision.change_run_id = since
         decision.reason = (
             f"{m.label} regressed at run {since} and still does: it stands until reverted or "
             f"acknowledged (benchmark ack)"
         )
-    elif c.verdict in ("regression", "improvement"):
+    elif c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
         decision.change_run_id = result.run_id
         decision.reason = f"{m.label} changed at this run"
     elif c.reverted:

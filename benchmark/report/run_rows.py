@@ -25,7 +25,7 @@ from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_
 from benchmark.gate.series import detector_feed, online_alerts
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, Gates, load_gates, with_min_effect
 from benchmark.metrics import TIME
-from benchmark.model import FAILING, Evidence, Series, Verdict
+from benchmark.model import FAILING, Evidence, Series, Verdict, verdict_words
 from benchmark.report import text as words
 
 DEFAULT_MIN_EFFECT = 0.05  # configs/gates.yaml's default; read from there when it exists
@@ -34,9 +34,7 @@ RECENT_RUNS = 7  # an alert this many runs old or newer sets a series' status
 MIN_RUNS_TO_TEST = 8  # the online gate's `min_history`
 FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history analysis
 
-REGRESSION, IMPROVEMENT = "regression", "improvement"
-A_B_VERDICTS = ("slower", "faster", "inconclusive", "same")
-ERROR_STATUSES = ("failed", "error", "wrong")
+ERROR_STATUSES = (Verdict.FAILED, Verdict.ERROR, Verdict.WRONG)
 STATUS_ORDER = (
     "wrong",
     "regression",
@@ -75,10 +73,9 @@ class Row:
     place: str
     mode: str
     config_hash: str
-    verdict: str
-    """The A/B chart's words for the judge's verdict (``judged``; shared with `benchmark compare`'s
-    chart): slower, faster, same, inconclusive; new (no baseline); failed, error, skipped (no
-    number). Decisions read ``judged``."""
+    verdict: Verdict
+    """The judge's verdict (benchmark.gate.judge): what the gate, the badge and the reports say (the
+    A/B chart words it slower, faster, same: `benchmark.model.VERDICT_WORDS`)."""
     unit: str = "s"
     new_median: float | None = None
     # The new run's value adjusted by the reference probe where the judge used it; then the
@@ -103,8 +100,6 @@ class Row:
     metric: str = TIME
     """The stored metric of the row's series: time (gated as time or throughput), instructions
     (--bench-instructions), ... (benchmark/metrics.py)."""
-    judged: Verdict = Verdict.PASS
-    """The judge's verdict (benchmark.gate.judge): what the gate, the badge and the reports say."""
     evidence_kind: Evidence = Evidence.NONE
     """Where the judge's evidence came from."""
     processes: int = 0
@@ -116,11 +111,11 @@ class Row:
 
     @property
     def regressed(self) -> bool:
-        return self.verdict == "slower"
+        return self.verdict == Verdict.REGRESSION
 
     @property
     def improved(self) -> bool:
-        return self.verdict == "faster"
+        return self.verdict == Verdict.IMPROVEMENT
 
     @property
     def label(self) -> str:
@@ -133,7 +128,6 @@ BASELINE_TEXT = (
     "over its run values, or an A/B against its previous run (worker processes as the unit) while it has "
     "fewer than 12 runs; FDR-controlled across the run"
 )
-_VERDICTS = {"regression": "slower", "improvement": "faster", "pass": "same"}
 
 
 def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
@@ -145,7 +139,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         place=d.place,
         mode=d.mode,
         config_hash=d.config_hash,
-        verdict=_VERDICTS.get(d.verdict, d.verdict),
+        verdict=d.verdict,
         unit=d.unit,
         new_median=d.value,
         adjusted_median=d.adjusted_value,
@@ -167,12 +161,11 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
             )
             if x
         ),  # fmt: skip
-        message=d.reason if d.verdict in ("failed", "error", "wrong", "skipped") else None,
+        message=d.reason if d.verdict in (*ERROR_STATUSES, Verdict.SKIPPED) else None,
         history=d.verdict if alerted else None,
         history_magnitude=d.effect if alerted else math.nan,
         history_change_run_id=d.change_run_id if alerted else None,
         metric=d.series_metric,
-        judged=d.verdict,
         evidence_kind=d.evidence_kind,
         processes=d.processes,
         events=list(d.events),
@@ -212,44 +205,30 @@ def compare_run(
 def counts(rows: Iterable[Row]) -> dict[str, int]:
     """cases, regressions, improvements, inconclusive, pass, new, errors, skipped."""
     rows = list(rows)
-    by = {v: sum(r.verdict == v for r in rows) for v in (*A_B_VERDICTS, "new", "skipped")}
+    by = {v: sum(r.verdict == v for r in rows) for v in Verdict}
     return {
         "cases": len(rows),
-        "regressions": by["slower"],
-        "improvements": by["faster"],
-        "inconclusive": by["inconclusive"],
-        "pass": by["same"],  # the gate's word for it, in every view
-        "new": by["new"],
-        "errors": sum(r.verdict in ERROR_STATUSES for r in rows),
-        "skipped": by["skipped"],
-        "history_alerts": sum(r.history == REGRESSION for r in rows),
+        "regressions": by[Verdict.REGRESSION],
+        "improvements": by[Verdict.IMPROVEMENT],
+        "inconclusive": by[Verdict.INCONCLUSIVE],
+        "pass": by[Verdict.PASS],
+        "new": by[Verdict.NEW],
+        "errors": sum(by[v] for v in ERROR_STATUSES),
+        "skipped": by[Verdict.SKIPPED],
+        "history_alerts": sum(r.history == Verdict.REGRESSION for r in rows),
     }
 
 
 def gate_passed(rows: Iterable[Row]) -> bool:
     """The gate, as the judge decided it: no case regressed, errored or failed its checks."""
-    return not any(r.judged in FAILING for r in rows)
+    return not any(r.verdict in FAILING for r in rows)
 
 
 def run_notice(rows: Iterable[Row], baseline: int | None = None) -> str | None:
     """The judge's notice for a run with nothing to compare yet (see benchmark.gate.judge), or None."""
-    return nothing_to_compare((r.judged for r in rows), baseline)
+    return nothing_to_compare((r.verdict for r in rows), baseline)
 
 
-# The dashboard badge of a series with a result in the judged run: the judge's verdict, in the
-# dashboard's status words.
-JUDGED_STATUS = {
-    Verdict.REGRESSION: "regression",
-    Verdict.IMPROVEMENT: "improvement",
-    Verdict.PASS: "pass",
-    Verdict.INCONCLUSIVE: "inconclusive",
-    Verdict.NEW: "new",
-    Verdict.FAILED: "error",
-    Verdict.WRONG: "wrong",
-    Verdict.ERROR: "error",
-    Verdict.SKIPPED: "skipped",
-    Verdict.NOT_REPRODUCED: "not reproduced",
-}
 NOT_IN_RUN = "not in run"
 
 
@@ -258,7 +237,7 @@ class Judged:
     """What the judge said about one series in the judged run, in the words every view shows."""
 
     status: str
-    """The dashboard's status word for the verdict (``JUDGED_STATUS``)."""
+    """The dashboard's status word for the verdict (`benchmark.model.VERDICT_WORDS`)."""
     effect: str = ""
     """The effect with its interval, as `benchmark gate` prints it (``+4.8% (+2.1% .. +7.6%)``);
     "" where the verdict has no number (new, skipped, error)."""
@@ -277,7 +256,7 @@ def judged_by_series(rows: Iterable[Row], machine: str) -> dict[tuple, Judged]:
         )
         if effect and r.adjusted_median is not None:  # as `benchmark gate` marks it
             effect = f"probe-adjusted {effect}"
-        judged = Judged(JUDGED_STATUS.get(r.judged, NOT_IN_RUN), effect, r.reason or (r.message or ""))
+        judged = Judged(verdict_words(r.verdict).status, effect, r.reason or (r.message or ""))
         out[key if r.metric == TIME else (*key, r.metric)] = judged
     return out
 
