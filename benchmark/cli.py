@@ -1,5 +1,6 @@
 """The `benchmark` command. Each sub-command lives in a module under benchmark/commands/ that
-exposes `register(subparsers)`; add a module to COMMAND_MODULES to add a command."""
+exposes `register(subparsers)` and is named after its command (`-` as `_`, a trailing `_` on a Python
+keyword): a new module in benchmark/commands/ is a new command."""
 
 from __future__ import annotations
 
@@ -7,22 +8,19 @@ import argparse
 import contextlib
 import importlib
 import os
+import pkgutil
 import sys
 
-COMMAND_MODULES = [
-    "benchmark.commands.validate",
-    "benchmark.commands.report",
-    "benchmark.commands.legacy",
-    "benchmark.commands.store",
-    "benchmark.commands.detect",
-    "benchmark.commands.profile",
-    "benchmark.commands.gate",
-    "benchmark.commands.scope",
-    "benchmark.commands.compare",
-    "benchmark.commands.bisect",
-    "benchmark.commands.ack",
-    "benchmark.commands.night",
-]
+
+def command_modules() -> list[str]:
+    """Every module of benchmark/commands/ whose name does not start with `_`, one per command."""
+    import benchmark.commands
+
+    return sorted(
+        f"benchmark.commands.{m.name}"
+        for m in pkgutil.iter_modules(benchmark.commands.__path__)
+        if not m.name.startswith("_")
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         "read, compare and gate the history.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in command_modules():
         importlib.import_module(name).register(sub)
     return parser
 

@@ -10,6 +10,8 @@ line the CI system obeys (GitHub's ``::error ...::``, Azure's ``##vso[...]``). S
 * :func:`safe_line` is :func:`safe_text` of a whole output line, and neutralises what a CI system
   would interpret: a line starting (after blanks) with ``::`` and ``##[`` / ``##vso[`` anywhere.
 * :func:`safe_lines` does it line by line for a block of text, keeping its line breaks.
+* :func:`terminal_line` is :func:`safe_line`, wrapped at 100 columns (or the terminal's width) with
+  an indent when the stream is a terminal; piped (CI logs, scripts) a line stays one line.
 
 Ordinary (printable) text passes through byte for byte.
 """
@@ -17,7 +19,10 @@ Ordinary (printable) text passes through byte for byte.
 from __future__ import annotations
 
 import re
-from typing import Any
+import shutil
+import sys
+import textwrap
+from typing import Any, TextIO
 
 # C0 controls, DEL, C1 controls, the line/paragraph separators (U+2028/9) and the bidi controls
 # (U+200E/F, U+202A-202E, U+2066-2069) that reorder what a terminal shows.
@@ -56,3 +61,22 @@ def safe_line(value: Any) -> str:
 def safe_lines(text: str) -> str:
     """A block of output text made safe line by line (:func:`safe_line`), its line breaks kept."""
     return "".join(safe_line(line) + "\n" for line in text.split("\n"))[:-1]
+
+
+WRAP_COLUMNS = 100
+
+
+def terminal_line(value: Any, stream: TextIO | None = None, indent: str = "    ") -> str:
+    """:func:`safe_line` of `value`; where `stream` (default stdout) is a terminal, wrapped at
+    WRAP_COLUMNS (or the terminal's width, if narrower) with `indent` before each continuation line,
+    so its start (``file:line: ...``) stays on the first line. Off a terminal it stays one line: one
+    problem per line for grep, scripts and CI logs."""
+    line = safe_line(value)
+    stream = stream or sys.stdout
+    if not stream.isatty():
+        return line
+    width = min(WRAP_COLUMNS, shutil.get_terminal_size().columns)
+    wrapped = textwrap.fill(
+        line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
+    return safe_lines(wrapped)

@@ -137,12 +137,21 @@ def test_a_plain_path_is_a_sqlite_history(history, tmp_path, monkeypatch, capsys
     assert "op.abs[8]" in out
 
 
-def test_every_command_module_is_registered_once():
+def test_each_command_lives_in_the_module_named_after_it():
+    """A new module in benchmark/commands/ is a new command, and a command's module is found by its name."""
+    import keyword
+
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    names = list(sub.choices)
-    assert len(names) == len(set(names))
-    assert {"validate", "list", "runs", "history", "gate", "report", "plot", "detect"} <= set(names)
+    modules = cli.command_modules()
+    assert {"validate", "list", "runs", "history", "gate", "report", "plot", "detect"} <= set(sub.choices)
+    assert len(sub.choices) == len(modules)
+    for name, command_parser in sub.choices.items():
+        module = name.replace("-", "_") + ("_" if keyword.iskeyword(name) else "")
+        assert f"benchmark.commands.{module}" in modules, name
+        func = command_parser.get_default("func")  # `db` has actions, each with its own
+        if func is not None:
+            assert func.__module__ == f"benchmark.commands.{module}", name
 
 
 def test_detect_reads_a_csv_in_the_working_directory(tmp_path, monkeypatch, capsys):

@@ -4,11 +4,15 @@ and `--help` in a process of their own, the rest through `benchmark.cli.main` in
 from __future__ import annotations
 
 import argparse
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from benchmark.text import terminal_line
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -157,3 +161,65 @@ def test_a_value_json_cannot_hold_is_refused_in_one_line(tmp_path, cli_here):
     assert proc.returncode == 2
     (line,) = proc.stdout.strip().splitlines()
     assert "field 'attrs'" in line and "p: inf is not a finite number" in line, line
+
+
+def test_a_grid_value_of_a_type_the_signature_refuses_is_refused_at_that_value(tmp_path, cli_here):
+    """`axis: $ax` with `ax: [-1, "last"]` used to pass and fail in the worker (issue 45): paddle's
+    annotation says `int`, so the string is refused at its grid line, with the value and the type."""
+    (tmp_path / "ax.yaml").write_text(
+        "cases:\n"
+        "  - name: softmax_ax\n"  # 2
+        "    kind: op\n"
+        "    op: paddle.nn.functional.softmax\n"
+        "    inputs: {x: {shape: [8, 16]}}\n"
+        "    attrs: {axis: $ax}\n"
+        "    grid:\n"
+        "      ax:\n"
+        "        - -1\n"
+        '        - "last"\n'  # 10: the bad value
+        "    places: [cpu]\n"
+    )
+    proc = cli_here("validate", str(tmp_path))
+    assert proc.returncode == 2
+    (line,) = proc.stdout.splitlines()
+    assert "ax.yaml:10: case 'softmax_ax': field 'grid.ax': " in line
+    assert "argument 'axis' takes an integer (annotated `int` in the signature), not 'last' (str)" in line
+    assert "(the grid value 'last', used by attrs.axis)" in line
+
+
+def test_a_misspelt_field_gets_the_nearest_known_one(tmp_path, cli_here):
+    (tmp_path / "typo.yaml").write_text(
+        "cases:\n"
+        "  - name: typo\n"
+        "    kind: op\n"
+        "    op: paddle.abs\n"
+        "    inputs: {x: {shpe: [8]}}\n"  # 5
+        "    atrs: {}\n"  # 6
+        "    places: [cpu]\n"
+    )
+    proc = cli_here("validate", "--no-resolve", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stdout.splitlines() == [
+        f"{tmp_path / 'typo.yaml'}:5: case 'typo': field 'inputs.x.shpe': unknown field; did you mean 'shape'?",
+        f"{tmp_path / 'typo.yaml'}:6: case 'typo': field 'atrs': unknown field; did you mean 'attrs'?",
+    ]
+
+
+def test_a_long_refusal_is_wrapped_on_a_terminal_and_one_line_when_piped(tmp_path):
+    """The allowlist refusal is ~400 characters: on a terminal (a real pseudo-terminal here) it is
+    wrapped at 100 columns with its file:line prefix on the first line; piped it stays one line."""
+    (tmp_path / "op.yaml").write_text(
+        "cases:\n  - {name: bad_op, kind: op, op: paddle.nn.functional.softmaxx, inputs: {x: {shape: [8]}}}\n"
+    )
+    proc = cli("validate", "--no-resolve", "op.yaml", cwd=tmp_path)  # a short name, whatever tmp_path is
+    (piped,) = proc.stdout.splitlines()
+    assert len(piped) > 300 and "did you mean 'paddle.nn.functional.softmax'?" in piped
+    controller, terminal = pty.openpty()
+    with open(terminal, "w") as stream:
+        shown = terminal_line(piped, stream)
+    os.close(controller)
+    lines = shown.splitlines()
+    assert len(lines) > 3 and all(len(line) <= 100 for line in lines)
+    assert lines[0].startswith("op.yaml:2: ")
+    assert all(line.startswith("    ") for line in lines[1:])
+    assert " ".join(line.strip() for line in lines) == piped

@@ -152,9 +152,9 @@ def test_hostile_layer_cases_are_refused_before_anything_is_imported(tmp_path, f
     probe = textwrap.dedent(
         f"""
         import sys
-        from benchmark.commands.validate import _lazy_checks
+        from benchmark.commands._configs import lazy_checks
         from benchmark.config import load_file
-        checks, _ = _lazy_checks(resolve=True)
+        checks, _ = lazy_checks(resolve=True)
         loaded = load_file({str(path)!r}, checks=checks)
         print([str(i) for i in loaded.issues], len(loaded.cases))
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("paddle", "torch")))

@@ -361,3 +361,30 @@ def test_model_series_are_drawn_as_throughput():
     assert series_metric(model) == "throughput"
     fig = trend_plot(model, metric=series_metric(model))
     assert "samples/s" in fig.axes[0].get_ylabel()
+
+
+def test_several_runs_of_one_commit_each_get_a_label():
+    """Three runs of one commit on one day (a repeat): each tick says which run it is (issue 45)."""
+    commits = ["a" * 40, "a" * 40, "a" * 40, "b" * 40]
+    series = dataclasses.replace(
+        _long_series(4, 4), commits=commits, times=[1.7e9 + i * 60 for i in range(4)]
+    )
+    fig = trend.trend_plot(series)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    heads = [label.split("\n")[0] for label in labels]
+    assert heads == ["aaaaaaa #1", "aaaaaaa #2", "aaaaaaa #3", "bbbbbbb"][: len(heads)]
+    assert len(heads) >= 3 and len(set(labels)) == len(labels)
+
+
+def test_the_empty_ab_chart_says_so_and_nothing_overlaps():
+    fig = plots.ab_chart([])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    (message,) = ax.texts
+    assert message.get_text() == "no case has a baseline to compare with"
+    axis = [ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
+    drawn = [message, ax.title, *(axis if ax.axison else [])]
+    boxes = [t.get_window_extent(renderer) for t in drawn if t.get_text()]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])

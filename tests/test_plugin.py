@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.plugin.session import default_json_path
 from benchmark.store import open_store
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -93,6 +94,18 @@ def test_another_plugin_adds_run_metadata_that_is_stored_with_the_run(tmp_path):
     with open_store(url) as store:
         (run,) = store.runs()
         assert store.run(run.id).extra["metadata"] == expected
+
+
+def test_a_run_kept_out_of_the_history_leaves_the_stored_runs_summary_alone(tmp_path):
+    """--bench-no-store without --bench-json writes results/no-store/summary.json and says so: the
+    last stored run's results/summary.json is not overwritten (issue 45)."""
+    cfg = tmp_path / "cases.yaml"
+    cfg.write_text(textwrap.dedent(CASES))
+    args = ["benchmark/", "-q", "--bench-config", str(cfg), "--bench-quick", "--bench-processes", "0"]
+    proc = pytest_run(PROJECT, *args, "--bench-no-store")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"results: {Path('results', 'no-store', 'summary.json')}" in proc.stdout.splitlines()
+    assert default_json_path(PROJECT, no_store=False) == PROJECT / "results" / "summary.json"
 
 
 @pytest.mark.slow

@@ -265,10 +265,13 @@ def test_cli_help_describes_every_option(capsys):
             assert option in help_text
     import argparse
 
+    import benchmark.commands.plot as plot_cmd
     import benchmark.commands.report as report_cmd
 
     parser = argparse.ArgumentParser()
-    report_cmd.register(parser.add_subparsers())
+    subparsers = parser.add_subparsers()
+    report_cmd.register(subparsers)
+    plot_cmd.register(subparsers)
     for sub in parser._subparsers._group_actions[0].choices.values():
         for action in sub._actions:
             assert action.help, (sub.prog, action.dest)

@@ -3,15 +3,13 @@ groups, and validated atomic imports. SQLite, and PostgreSQL with $BENCHMARK_TES
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import time
 
 import pytest
 
-from benchmark.commands import gate as gate_command
-from benchmark.commands import store as store_commands
+from benchmark.cli import build_parser
 from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import CaseResult
 from benchmark.store import open_store
@@ -20,11 +18,7 @@ SAMPLES = [1e-3, 1.02e-3, 0.98e-3, 1.01e-3, 0.99e-3, 1e-3]
 
 
 def cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="benchmark")
-    sub = parser.add_subparsers(dest="command")
-    store_commands.register(sub)
-    gate_command.register(sub)
-    args = parser.parse_args(list(argv))
+    args = build_parser().parse_args(list(argv))
     return args.func(args)
 
 

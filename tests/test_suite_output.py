@@ -9,7 +9,8 @@ from suite_process import run_suite
 
 from benchmark.analysis.summary import diagnostic_kind, stability_warnings
 from benchmark.model import CaseResult
-from benchmark.plugin.terminal import TIME_COLUMNS, diagnostics_lines
+from benchmark.plugin.terminal import TIME_COLUMNS, _ci, diagnostics_lines
+from benchmark.records import Stats
 
 
 @pytest.mark.slow
@@ -54,3 +55,11 @@ def test_diagnostics_are_counted_in_one_line_and_warnings_that_matter_are_not():
     assert lines[0].startswith("notes: 2 case(s) look bimodal")
     assert "rounds" not in lines[0].split("look bimodal", 1)[0]  # "only 5 rounds" keeps its own warning line
     assert diagnostics_lines([results[2]]) == []
+
+
+def test_the_ci_column_is_bounded_where_the_interval_is_wider_than_the_median():
+    """A few --bench-quick rounds with one outlier: the column says '>±100%', never '>±999%'."""
+    assert _ci(Stats(median=1e-3, ci_low=0.9e-3, ci_high=1.2e-3)) == "±20.0%"
+    assert _ci(Stats(median=1e-3, ci_low=0.5e-3, ci_high=3e-3)) == ">±100%"
+    assert _ci(Stats(median=1e-3, ci_low=0.5e-3, ci_high=50e-3)) == ">±100%"
+    assert _ci(Stats(median=1e-3)) == "-"

@@ -1,21 +1,12 @@
-"""`benchmark validate` and `benchmark list`: check configs and show the cases they expand to."""
+"""`benchmark validate`: check config files, one line per problem."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from benchmark import paths as project_paths
-from benchmark.commands._common import positive_int
-from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
-from benchmark.text import safe_line
-
-
-def default_config_dir() -> Path:
-    """The shipped configs/ beside the package, else ./configs."""
-    return project_paths.CONFIGS_DIR if project_paths.CONFIGS_DIR.is_dir() else Path("configs")
-
+from benchmark.commands._configs import add_config_options, default_config_dir, load_cases
+from benchmark.text import safe_line, terminal_line
 
 GATES_FILES = ("gates.yaml", "gates.yml")
 
@@ -36,53 +27,6 @@ def _split(paths: list[str]) -> tuple[list[str], list[Path]]:
     return case_paths, gate_files
 
 
-def _lazy_checks(resolve: bool):
-    """`runners.config_checks`, built on the first question a config asks: a file refused by a cap
-    (size, list length, case count) costs no framework import (paddle's is about 3 s and 300 MB).
-    Returns (checks, the resolver once built or None)."""
-    from benchmark import runners
-    from benchmark.config.expand import Checks
-
-    built: list = []
-
-    def real():
-        if not built:
-            built.append(runners.config_checks(resolve=resolve))
-        return built[0]
-
-    def resolver(op: str) -> str | None:
-        r = real().resolver
-        return r(op) if r else None
-
-    def binder(op: str, inputs, attrs) -> str | None:
-        b = real().binder
-        return b(op, inputs, attrs) if b else None
-
-    def layer_binder(layer: str, args, inputs, attrs) -> tuple[str, str] | None:
-        b = real().layer_binder
-        return b(layer, args, inputs, attrs) if b else None
-
-    checks = Checks(
-        resolver=resolver,
-        binder=binder,
-        layer_binder=layer_binder,
-        models=runners.model_names(),
-        # a model's arguments and estimate need no framework: asked without building `real()`
-        model_check=runners.model_check,
-    )
-    return checks, lambda: real().resolver
-
-
-def _load(args, case_paths: list[str] | None = None):
-    from benchmark.config import load_paths
-
-    checks, resolver = _lazy_checks(resolve=not args.no_resolve)
-    paths = case_paths if case_paths is not None else args.paths or [str(default_config_dir())]
-    if not paths:
-        return ([], []), resolver
-    return load_paths(paths, checks=checks, max_bytes=args.max_bytes, max_cases=args.max_cases), resolver
-
-
 def _gate_problems(files: list[Path]) -> list[str]:
     """One line per gate settings file that `benchmark.gate.settings.load_gates` refuses."""
     if not files:
@@ -98,35 +42,12 @@ def _gate_problems(files: list[Path]) -> list[str]:
     return problems
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH", help="config files or directories (default: configs/)")
-    p.add_argument(
-        "--no-resolve",
-        action="store_true",
-        help="check names against the allowlist only, without importing paddle to resolve them and "
-        "bind their attrs",
-    )
-    p.add_argument(
-        "--max-bytes",
-        type=positive_int,
-        default=DEFAULT_MAX_BYTES,
-        help="largest footprint allowed per case: inputs (and gradients), or a model's estimate "
-        f"(default {DEFAULT_MAX_BYTES})",
-    )
-    p.add_argument(
-        "--max-cases",
-        type=positive_int,
-        default=DEFAULT_MAX_CASES,
-        help=f"most cases one config entry may expand to (default {DEFAULT_MAX_CASES})",
-    )
-
-
 def cmd_validate(args) -> int:
     case_paths, gate_files = _split(args.paths or [str(default_config_dir())])
-    (cases, issues), resolver = _load(args, case_paths)
+    (cases, issues), resolver = load_cases(args, case_paths)
     problems = [str(i) for i in issues] + _gate_problems(gate_files)
     for problem in problems:
-        print(safe_line(problem))  # a file name may hold a newline or a CI command (issue 44)
+        print(terminal_line(problem))  # a file name may hold a newline or a CI command (issue 44)
     n_files = len({c.source for c in cases})
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
@@ -164,21 +85,6 @@ def _over_budget(cases, budget: float, tag: str | None) -> str | None:
     )
 
 
-def cmd_list(args) -> int:
-    (cases, issues), _ = _load(args)
-    for issue in issues:
-        print(safe_line(issue), file=sys.stderr)
-    if issues:
-        return 2
-    for c in cases:
-        if args.tag and args.tag not in c.tags:
-            continue
-        print(
-            safe_line(f"{c.id:<64} {c.kind:<8} {c.config_hash}  tags={','.join(c.tags)}  {c.source}:{c.line}")
-        )
-    return 0
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "validate",
@@ -187,7 +93,7 @@ def register(sub) -> None:
         "A gates.yaml (named, or at the top of a directory) is checked as gate settings. "
         "Exit 0 when every file is valid, 2 otherwise.",
     )
-    _common(p)
+    add_config_options(p)
     p.add_argument(
         "--budget",
         type=float,
@@ -204,11 +110,3 @@ def register(sub) -> None:
         help="with --budget: count only the cases carrying TAG (e.g. smoke, what the GPU job runs)",
     )
     p.set_defaults(func=cmd_validate)
-    p = sub.add_parser(
-        "list",
-        help="list the cases the configs expand to",
-        description="List every expanded case (pytest id, kind, config hash, tags, source line).",
-    )
-    _common(p)
-    p.add_argument("--tag", help="only cases carrying this tag")
-    p.set_defaults(func=cmd_list)

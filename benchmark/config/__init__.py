@@ -123,7 +123,7 @@ def load_file(
     try:
         fspec = FileSpec.model_validate(data)
     except ValidationError as e:
-        for loc, msg in pydantic_issues(e):
+        for loc, msg in pydantic_issues(e, FileSpec):
             issue(None, pydantic_field(loc), msg, line_for(lines, loc))
         return LoadedFile(fname, [], issues)
     if not fspec.cases:
@@ -138,7 +138,7 @@ def load_file(
         try:
             spec = CaseSpec.model_validate(merged)
         except ValidationError as e:
-            for loc, msg in pydantic_issues(e):
+            for loc, msg in pydantic_issues(e, CaseSpec):
                 issue(label, pydantic_field(loc) or None, msg, line_for(lines, base + loc))
             continue
         specs.append((base, spec))

@@ -6,9 +6,9 @@ Per item (a case at one place and mode): each worker process runs one trial, whi
 measure settings' budget (`limits.trial_budget_s`: warmup, then the timed rounds; `--bench-quick`'s
 settings by default, with the case's own `measure` on top) plus a start-up allowance; then the
 inputs are generated once per process (bytes at `GENERATE_BYTES_PER_S`, and a positive-definite
-input's n^3 product at `FLOPS`); a program case is built once per process per step, branches
-included (`STEP_BUILD_S` a step: a `switch_case` of 6,000 branches took 5 min 52 s on the GPU
-runner, about 0.06 s a step).
+input's n^3 product at `FLOPS`); then the case is built once per process: its kind's
+`build_seconds` (`benchmark.kinds`; a program case `STEP_BUILD_S` a step, branches included: a
+`switch_case` of 6,000 branches took 5 min 52 s on the GPU runner, about 0.06 s a step).
 """
 
 from __future__ import annotations
@@ -16,23 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from benchmark import kinds
 from benchmark.limits import trial_budget_s
 from benchmark.model import Case
 
 START_S = 1.0  # preparing a case in a worker that has paddle imported
 GENERATE_BYTES_PER_S = 5e8
 FLOPS = 2e9  # numpy's matmul on one loaded core
-STEP_BUILD_S = 0.06
 QUICK = {"warmup_time": 0.02, "round_time": 0.002, "min_rounds": 5, "max_time": 0.05}
 QUICK_PROCESSES = 2
-
-
-def _steps(step) -> int:
-    inner = [
-        *(s for b in (getattr(step, "branches", None) or []) for s in b),
-        *(getattr(step, "default", None) or []),
-    ]
-    return 1 + sum(_steps(s) for s in inner)
 
 
 def item_seconds(case: Case) -> float:
@@ -48,7 +40,7 @@ def item_seconds(case: Case) -> float:
         gen += n * 8 / GENERATE_BYTES_PER_S
         if t.values == "positive_definite" and len(t.shape) >= 2:
             gen += (n // t.shape[-1] // t.shape[-2]) * t.shape[-1] ** 3 * 2 / FLOPS
-    build = STEP_BUILD_S * sum(_steps(s) for s in (spec.ops or ())) if case.kind == "program" else 0.0
+    build = kinds.get(case.kind).build_seconds(spec)
     return processes * (START_S + trial_budget_s(settings) + gen + build)
 
 

@@ -17,10 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchmark import layers
+from benchmark import kinds
 from benchmark.config import indexed
 from benchmark.config.schema import DTYPES, MAX_LIST_TENSORS, VAR_RE, TensorSpec, check_dtype
 from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
+from benchmark.kinds import op_arguments
+from benchmark.kinds.program import branch_lists, program_steps
 from benchmark.model import Case, Spec, Tensor
 
 # What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
@@ -126,7 +128,6 @@ def case_count(spec: Any) -> int:
 def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) -> list[Case]:
     """Expand one validated CaseSpec over its grid, dtypes, backward/step, places and modes."""
     name = spec.name
-    resolver, models = checks.resolver, checks.models
     total = case_count(spec)
     if total > max_cases:
         issue(
@@ -137,27 +138,10 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
             line_for(lines, base + ("grid",)),
         )
         return []
-    if spec.kind == "op" and resolver:
-        reason = resolver(spec.op)
-        if reason:
-            issue(name, "op", reason, line_for(lines, base + ("op",)))
-            return []
-    if spec.kind == "program" and resolver:
-        for i, pop in enumerate(spec.ops or []):
-            for where, step in _program_steps(pop, ("ops", i)):
-                reason = resolver(step.op)
-                if reason:
-                    fld = ".".join(map(str, (*where, "op")))
-                    issue(name, fld, reason, line_for(lines, base + (*where, "op")))
-                    return []
-    if spec.kind == "model" and models is not None and spec.model not in set(models):
-        issue(
-            name,
-            "model",
-            f"unknown model {spec.model!r}: expected one of the registered builders "
-            f"({', '.join(sorted(models))})",
-            line_for(lines, base + ("model",)),
-        )
+    refused = kinds.get(spec.kind).check_names(spec, checks)
+    if refused:
+        where, reason = refused
+        issue(name, ".".join(map(str, where)), reason, line_for(lines, base + where))
         return []
 
     body = spec.model_dump(exclude={"grid", "places", "modes", "dtypes", "tags", "description"})
@@ -198,7 +182,7 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
                     problems = (
                         _flatten_lists(cfg)
                         or _check_expanded(cfg, max_bytes)
-                        or _check_framework(cfg, checks, max_bytes)
+                        or kinds.get(cfg["kind"]).check_case(cfg, checks, _Sizes(max_bytes))
                     )
                     if problems:
                         for fld, msg in problems:
@@ -237,7 +221,8 @@ def expand(spec, fname, line, lines, base, issue, checks, max_bytes, max_cases) 
     return out
 
 
-_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '([A-Za-z_][A-Za-z0-9_]*)'")
+# "unexpected keyword argument 'x'" (binding) or "argument 'x' takes ..." (its type, config.attr_types)
+_UNEXPECTED_KEYWORD = re.compile(r"argument '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[str, Any],
@@ -259,7 +244,7 @@ def _located(fld: str, msg: str, body: dict[str, Any], grid: Any, point: dict[st
         where = ("grid", ref) if index is None else ("grid", ref, index)
         return (
             f"grid.{ref}",
-            f"{msg} (the grid value {point[ref]!r}, used by {fld})",
+            f"{msg} (the grid value {point[ref]!r}, used by {'.'.join(map(str, path))})",
             line_for(lines, base + where),
         )
     shown = ".".join(str(p) for p in path)
@@ -270,9 +255,10 @@ def _variant_label(point, used, dtype, spec, backward, step) -> str:
     parts = [f"{k}_{_fmt(v)}" if len(point) > 1 or k not in used else _fmt(v) for k, v in point.items()]
     if len(spec.dtypes) > 1 or dtype != "float32":
         parts.append(dtype)
-    if spec.kind in ("op", "layer", "program") and (isinstance(spec.backward, list) or backward):
+    variant = kinds.get(spec.kind).variant
+    if variant == "backward" and (isinstance(spec.backward, list) or backward):
         parts.append("bwd" if backward else "fwd")
-    if spec.kind == "model":
+    if variant == "step":
         parts.append(step)
     return safe_id("-".join(p.replace(" ", "") for p in parts))
 
@@ -334,20 +320,20 @@ def _check_expanded(cfg: dict[str, Any], max_bytes: int) -> list[tuple[str, str]
 def _check_index_inputs(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     """Every index-carrying input of the case's op or layer (and of each program step) comes from the
     generator `configs/index_inputs.yaml` names for it (`benchmark.config.indexed`)."""
-    if cfg.get("kind") in ("op", "layer"):
+    if kinds.get(cfg["kind"]).call:
         rules, name = indexed.rules_for(cfg)
         if not rules:
             return []
         inputs = cfg.get("inputs") or {}
-        given = {n: n for n in _op_arguments(cfg)}
+        given = {n: n for n in op_arguments(cfg)}
         return indexed.check_call(
             name, rules, given, inputs, cfg.get("attrs") or {}, cfg.get("args") or {}, "inputs"
         )
     problems: list[tuple[str, str]] = []
-    if cfg.get("kind") == "program":
+    if cfg.get("ops"):  # a program's steps (no other kind has `ops`)
         feed = cfg.get("feed") or {}
         for i, top in enumerate(cfg.get("ops") or []):
-            for where, step in _program_steps(top, ("ops", i)):
+            for where, step in program_steps(top, ("ops", i)):
                 rules = indexed.rules_of(step["op"])
                 if not rules or step.get("branches") is not None:
                     continue
@@ -369,7 +355,7 @@ def _check_index_inputs(cfg: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _value_sized_output(cfg: dict[str, Any]) -> int:
     """Bytes of an op's output whose size its input values set (repeat_interleave, bincount)."""
-    if cfg.get("kind") != "op":
+    if not kinds.get(cfg["kind"]).value_sized_output:
         return 0
     rules, name = indexed.rules_for(cfg)
     return indexed.output_bytes(name or "", rules, cfg.get("inputs") or {}, cfg.get("attrs") or {})
@@ -562,7 +548,7 @@ def _flatten_lists(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     runners hand them to the op as one list (`Spec.grouped`)."""
     inputs = cfg.get("inputs")
     if (
-        cfg.get("kind") not in ("op", "layer")
+        not kinds.get(cfg["kind"]).call
         or not inputs
         or not any(isinstance(t, dict) and "tensors" in t for t in inputs.values())
     ):
@@ -596,96 +582,19 @@ def _flatten_lists(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def _op_arguments(cfg: dict[str, Any]) -> dict[str, None]:
-    """The op's input arguments of an expanded op case (a tensor list is one argument)."""
-    names = dict.fromkeys(cfg["inputs"])
-    for name, parts in (cfg.get("lists") or {}).items():
-        for part in parts:
-            names.pop(part, None)
-        names[name] = None
-    return names
+class _Sizes:
+    """What a kind's case check is lent (`benchmark.kinds.base.Sizes`)."""
 
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
 
-def _check_framework(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tuple[str, str]]:
-    """Checks the framework side answers for one expanded case: the op's signature binds the case's
-    inputs and attrs; a model's args are known and its estimated footprint fits `max_bytes`."""
-    problems: list[tuple[str, str]] = []
-    if checks.binder and cfg["kind"] == "op":
-        reason = checks.binder(cfg["op"], _op_arguments(cfg), cfg.get("attrs") or {})
-        if reason:
-            problems.append(("attrs", reason))
-    if checks.binder and cfg["kind"] == "program":
-        for i, top in enumerate(cfg["ops"]):
-            for where, op in _program_steps(top, ("ops", i)):
-                if op.get("branches") is not None:
-                    continue  # control flow: called by the runner with closures over its branches
-                inputs = op["inputs"] if isinstance(op["inputs"], list) else dict.fromkeys(op["inputs"])
-                reason = checks.binder(op["op"], inputs, op.get("attrs") or {})
-                if reason:
-                    problems.append((".".join(map(str, (*where, "attrs"))), reason))
-    if cfg["kind"] == "layer":
-        problems += _check_layer(cfg, checks, max_bytes)
-    if checks.model_check and cfg["kind"] == "model":
-        reason, need = checks.model_check(cfg["model"], cfg.get("args") or {}, cfg.get("batch_size"))
-        need *= cfg.get("devices") or 1  # data parallel: one replica per rank
-        if reason:
-            problems.append(("args", reason))
-        elif need > max_bytes:
-            problems.append(
-                (
-                    "args",
-                    f"the model needs about {need / 1024**3:.1f} GiB (weights, gradients, optimizer state, "
-                    f"activations), more than the {max_bytes / 1024**3:.1f} GiB allowed (refused before "
-                    "allocating; raise it with --max-bytes / --bench-max-bytes)",
-                )
-            )
-    return problems
+    @staticmethod
+    def tensor_bytes(tensors: Mapping[str, Any]) -> int:
+        return tensor_bytes({n: Tensor.model_validate(t) for n, t in tensors.items()})
 
-
-def _check_layer(cfg: dict[str, Any], checks: Checks, max_bytes: int) -> list[tuple[str, str]]:
-    """A layer case's constructor arguments are plain (`benchmark.layers.check_args`, no framework
-    imported), its parameters (and their gradients, backward) fit `max_bytes` with its inputs, and,
-    where the framework is here, the class takes these arguments and its forward these inputs."""
-    args = cfg.get("args") or {}
-    reason, count = layers.check_args(cfg["layer"], args)
-    if reason:
-        return [("args", reason)]
-    tensors = {n: Tensor.model_validate(t) for n, t in (cfg.get("inputs") or {}).items()}
-    wide = any(t.dtype in ("float64", "complex128") for t in tensors.values())
-    per_param = (8 if wide else 4) * (2 if cfg.get("backward") else 1)
-    need = count * per_param + tensor_bytes(tensors) * (3 if cfg.get("backward") else 1)
-    if need > max_bytes:
-        return [
-            (
-                "args",
-                f"the layer's parameters and inputs need about {need / 1024**3:.1f} GiB, more than the "
-                f"{max_bytes / 1024**3:.1f} GiB allowed (refused before anything is built; raise it with "
-                "--max-bytes / --bench-max-bytes)",
-            )
-        ]
-    if checks.layer_binder:
-        problem = checks.layer_binder(cfg["layer"], args, _op_arguments(cfg), cfg.get("attrs") or {})
-        if problem:
-            return [problem]
-    return []
-
-
-def _branch_lists(step: Any) -> list[tuple[str | int, list]]:
-    get = step.get if isinstance(step, dict) else lambda k: getattr(step, k)
-    lists: list[tuple[str | int, list]] = [(j, b) for j, b in enumerate(get("branches") or [])]
-    default = get("default")
-    return lists + ([("default", default)] if default else [])
-
-
-def _program_steps(step: Any, where: tuple) -> list[tuple[tuple, Any]]:
-    """(path, step) of a program step and of every step in its branches (a step as a dict or a
-    ProgramOp): path as ("ops", 1, "branches", 0, 2) or ("ops", 1, "default", 0)."""
-    out = [(where, step)]
-    for key, steps in _branch_lists(step):
-        prefix = (*where, "default") if key == "default" else (*where, "branches", key)
-        for k, inner in enumerate(steps):
-            out += _program_steps(inner, (*prefix, k))
-    return out
+    @staticmethod
+    def tensor_dtypes(tensors: Mapping[str, Any]) -> list[str]:
+        return [Tensor.model_validate(t).dtype for t in tensors.values()]
 
 
 def _prune_steps(step: dict[str, Any]) -> None:
@@ -693,6 +602,6 @@ def _prune_steps(step: dict[str, Any]) -> None:
     for key in ("branches", "default"):
         if step.get(key) is None:
             step.pop(key, None)
-    for _, steps in _branch_lists(step):
+    for _, steps in branch_lists(step):
         for inner in steps:
             _prune_steps(inner)

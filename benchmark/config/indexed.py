@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from benchmark import kinds
 from benchmark.paths import CONFIGS_DIR
 
 INDEX_INPUTS_PATH = CONFIGS_DIR / "index_inputs.yaml"
@@ -109,7 +110,7 @@ def _resolve_dim(dim: Any, attrs: Mapping[str, Any], args: Mapping[str, Any], ra
 
 def rules_for(cfg: Mapping[str, Any], table: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None):
     """(the table's rules, the name) for an expanded op or layer case (no rules when it names neither)."""
-    name = cfg.get("op") if cfg.get("kind") == "op" else cfg.get("layer")
+    name = cfg.get(kinds.get(cfg["kind"]).call or "")
     return rules_of(name or "", table), name
 
 

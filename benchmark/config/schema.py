@@ -12,10 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from benchmark import allowlist
+from benchmark import allowlist, kinds
 from benchmark.limits import MEASURE_CEILINGS
 
-KINDS = ("op", "layer", "program", "model")
 MODES = ("dynamic", "static", "to_static")
 DTYPES = {
     "float16": 2,
@@ -292,7 +291,8 @@ def _depth(step: ProgramOp) -> int:
 
 class CaseSpec(_Strict):
     name: str
-    kind: Literal["op", "layer", "program", "model"]
+    kind: str  # a registered kind (benchmark.kinds): its module says which fields it takes
+
     description: str | None = None
     places: list[str] = Field(default_factory=lambda: ["cpu", "gpu"])
     modes: list[str] = Field(default_factory=lambda: ["dynamic"])
@@ -331,6 +331,12 @@ class CaseSpec(_Strict):
     def _name(cls, v: str) -> str:
         if not NAME_RE.fullmatch(v):
             raise ValueError("expected a name of letters, digits, '_', '.', '-' starting with a letter")
+        return v
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        kinds.get(v)  # KindError (a ValueError) naming the known kinds
         return v
 
     @field_validator("places")
@@ -432,26 +438,15 @@ class CaseSpec(_Strict):
 
     @model_validator(mode="after")
     def _kind_fields(self) -> CaseSpec:
-        required = {
-            "op": ("op", "inputs"),
-            "layer": ("layer", "inputs"),
-            "program": ("feed", "ops", "fetch"),
-            "model": ("model",),
-        }
-        for f in required[self.kind]:
+        kind = kinds.get(self.kind)
+        for f in kind.required:
             if getattr(self, f) is None:
                 raise ValueError(f"field {f!r} is required for kind {self.kind!r}")
-        foreign = {
-            "op": ("feed", "ops", "fetch", "model", "step", "layer", "devices"),
-            "layer": ("op", "feed", "ops", "fetch", "model", "step", "reference", "torch_op", "devices"),
-            "program": ("op", "inputs", "model", "step", "reference", "layer", "devices"),
-            "model": ("op", "inputs", "feed", "ops", "fetch", "reference", "layer"),
-        }[self.kind]
-        for f in foreign:
+        for f in kind.forbidden:
             if getattr(self, f) is not None:
                 raise ValueError(f"field {f!r} does not apply to kind {self.kind!r}")
-        if self.kind == "model" and self.step is None:
-            self.step = ["train", "infer"]
+        if kind.steps is not None and self.step is None:
+            self.step = list(kind.steps)
         if self.devices is not None and self.step not in ("train", ["train"]):
             raise ValueError("field 'devices': data parallel runs the train step only (step: train)")
         return self

@@ -4,11 +4,13 @@ message, line)."""
 
 from __future__ import annotations
 
+import difflib
 import re
-from typing import Any
+import types
+from typing import Any, Union, get_args, get_origin
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from benchmark.config.schema import MAX_YAML_DEPTH
 from benchmark.limits import MAX_LIST_ITEMS, MAX_YAML_NODES
@@ -104,8 +106,39 @@ def pydantic_field(loc: tuple) -> str:
     return ".".join(str(p) for p in _clean_loc(loc))
 
 
-def pydantic_issues(err: ValidationError) -> list[tuple[tuple, str]]:
-    """One (location, message) per field: union alternatives are merged into one message."""
+def _alternatives(tp: Any) -> list[Any]:
+    """The members of a union annotation (`X | None`), else [tp]."""
+    if get_origin(tp) in (Union, types.UnionType):
+        return [m for arg in get_args(tp) for m in _alternatives(arg)]
+    return [tp]
+
+
+def _models_at(model: type[BaseModel], loc: tuple) -> list[type[BaseModel]]:
+    """The pydantic models that may hold the key at the end of `loc` (a path from `model` through
+    its fields, mappings, lists and unions)."""
+    at: list[Any] = [model]
+    for part in loc:
+        step: list[Any] = []
+        for tp in (m for a in at for m in _alternatives(a)):
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                if isinstance(part, str) and part in tp.model_fields:
+                    step.append(tp.model_fields[part].annotation)
+            elif (get_origin(tp), type(part)) in ((list, int), (dict, str)):
+                step.append(get_args(tp)[-1])
+        at = step
+    return [tp for a in at for tp in _alternatives(a) if isinstance(tp, type) and issubclass(tp, BaseModel)]
+
+
+def unknown_field(loc: tuple, model: type[BaseModel] | None) -> str:
+    """The message of a key `model` does not know at `loc`, with the nearest known field."""
+    known = sorted({f for m in _models_at(model, loc[:-1]) for f in m.model_fields}) if model else []
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1) if loc else []
+    return f"unknown field; did you mean {close[0]!r}?" if close else "unknown field"
+
+
+def pydantic_issues(err: ValidationError, model: type[BaseModel] | None = None) -> list[tuple[tuple, str]]:
+    """One (location, message) per field: union alternatives are merged into one message; an
+    unknown field gets the nearest field `model` (the validated model) knows there."""
     grouped: dict[tuple, list[str]] = {}
     errors = err.errors()
     locs = [_clean_loc(tuple(e["loc"])) for e in errors]
@@ -122,9 +155,9 @@ def pydantic_issues(err: ValidationError) -> list[tuple[tuple, str]]:
     ]
     for e in errors:
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown field"
         loc = _clean_loc(tuple(e["loc"]))
+        if e["type"] == "extra_forbidden":
+            msg = unknown_field(loc, model)
         if msg not in grouped.setdefault(loc, []):
             grouped[loc].append(msg)
     return [(loc, " or ".join(msgs)) for loc, msgs in grouped.items()]

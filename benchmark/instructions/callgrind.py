@@ -55,18 +55,17 @@ VALGRIND_PACKAGE = "valgrind"  # the Debian package: valgrind itself and valgrin
 REPEATS = 3
 CHUNK_INSTRUCTIONS = 20_000_000
 MAX_CHUNK_ITERATIONS = 1024
-# Warm-up iterations before counting, by case kind: a fixed number, never a time, so that every run
-# of a case starts counting from the same state (a time criterion made the number of warm-up
-# iterations, and with it the state of the allocator, the specialising interpreter and the GC, vary
-# with the machine's load). A model's step takes seconds under valgrind and settles in a few.
-WARMUP_ITERATIONS = {"op": 50, "program": 50, "model": 2}
+# Warm-up iterations before counting are set by each case kind (`benchmark.kinds`: its
+# `warmup_iterations`): a fixed number, never a time, so that every run of a case starts counting
+# from the same state (a time criterion made the number of warm-up iterations, and with it the state
+# of the allocator, the specialising interpreter and the GC, vary with the machine's load). A model's
+# step takes seconds under valgrind and settles in a few.
 # A step that fills a chunk alone (probe >= CHUNK_INSTRUCTIONS) is counted one iteration a chunk:
-# after the probe, HEAVY_CHUNKS chunks; for a model (one to two minutes of CPU an iteration under
-# callgrind, a 0.5% target) the probe is its one sample: one instrumented iteration (the probe and a
-# second iteration differed by 0.002% for lstm-train and lstm-infer, and cost 100 s of CPU more).
-HEAVY_CHUNKS = {"op": 2, "program": 2, "model": 0}
-HEAVY_PROBE = frozenset({"model"})
-# Warm-up iterations before the probe (at most a kind's WARMUP_ITERATIONS): a step that fills a
+# after the probe, the kind's `heavy_chunks` chunks; for a model (one to two minutes of CPU an
+# iteration under callgrind, a 0.5% target) the probe is its one sample (`heavy_probe`): one
+# instrumented iteration (the probe and a second iteration differed by 0.002% for lstm-train and
+# lstm-infer, and cost 100 s of CPU more).
+# Warm-up iterations before the probe (at most a kind's warm-up iterations): a step that fills a
 # chunk alone is counted after these; a lighter one gets the rest of its warm-up first.
 HEAVY_WARMUP = 3
 # The worker's environment (each unless the user set it): paddle's static executor runs its ops, and

@@ -18,15 +18,13 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from benchmark import kinds
 from benchmark.execution.workers import WORKER_MODULE, Worker
 from benchmark.instructions.callgrind import (
     CASE_TIMEOUT_S,
-    HEAVY_CHUNKS,
-    HEAVY_PROBE,
     HEAVY_WARMUP,
     REPEATS,
     VALGRIND_ARGS,
-    WARMUP_ITERATIONS,
     WORKER_CWD,
     Tooling,
     fill_result,
@@ -185,9 +183,9 @@ class InstructionPass:
             dataclasses.replace(case, source="", line=None),
             {
                 "allocator_control": self.allocator_control,
-                "warmup": WARMUP_ITERATIONS.get(case.kind, WARMUP_ITERATIONS["op"]),
-                "heavy_chunks": HEAVY_CHUNKS.get(case.kind, HEAVY_CHUNKS["op"]),
-                "heavy_probe": case.kind in HEAVY_PROBE,
+                "warmup": kinds.get(case.kind).warmup_iterations,
+                "heavy_chunks": kinds.get(case.kind).heavy_chunks,
+                "heavy_probe": kinds.get(case.kind).heavy_probe,
                 "heavy_warmup": HEAVY_WARMUP,
                 "repeats": REPEATS,
                 "keep_dumps": self.keep_dumps,
@@ -209,7 +207,9 @@ class InstructionPass:
         returns case id -> a future of its CaseResult."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="callgrind")
-        order = sorted(cases, key=lambda c: c.kind != "model")  # stable: the suite's order otherwise
+        order = sorted(
+            cases, key=lambda c: not kinds.get(c.kind).counted_first
+        )  # stable: the suite's order otherwise
         return {c.id: self._executor.submit(self._measure_free, c) for c in order}
 
     def close(self) -> None:

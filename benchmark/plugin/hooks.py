@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from benchmark import kinds
 from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
 from benchmark.plugin.defaults import DEFAULT_PROCESSES, QUICK_PROCESSES
 
@@ -102,7 +103,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--bench-json",
         default=None,
         metavar="FILE",
-        help="where to write the run's JSON summary (default: results/summary.json)",
+        help="where to write the run's JSON summary (default: results/summary.json; with "
+        "--bench-no-store results/no-store/summary.json)",
     )
     g.addoption(
         "--bench-db",
@@ -111,7 +113,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="SQLAlchemy URL of the history (default: $BENCHMARK_DB_URL, else sqlite:///results/history.sqlite)",
     )
     g.addoption(
-        "--bench-no-store", action="store_true", default=False, help="do not record results in the history"
+        "--bench-no-store",
+        action="store_true",
+        default=False,
+        help="do not record results in the history; the JSON summary then goes to "
+        "results/no-store/summary.json (unless --bench-json), leaving the stored run's "
+        "results/summary.json as it was",
     )
     g.addoption(
         "--bench-trigger",
@@ -281,7 +288,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     for t in sorted({t for c in session.cases for t in c.tags}):
         config.addinivalue_line("markers", f"{t}: cases tagged '{t}' in their config")
-    for m in ("op", "layer", "program", "model", "cpu", "gpu", "gate"):
+    for kind in kinds.KINDS.values():
+        config.addinivalue_line("markers", f"{kind.name}: {kind.description}")
+    for m in ("cpu", "gpu", "gate"):
         config.addinivalue_line("markers", f"{m}: benchmark cases of kind/place '{m}'")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from benchmark import limits, runners
+from benchmark import kinds, limits, runners
 from benchmark.execution import measure, trials
 from benchmark.execution.casetrials import CaseTrials, apply_checks
 from benchmark.execution.replies import ChecksRecord
@@ -73,7 +73,7 @@ def confirm_regressions(bench: BenchSession) -> None:
         for d in decisions
         if d.series_metric == "time" and d.verdict in ("pass", "inconclusive")
         and (d.case_id, d.place, d.mode) in cases and (d.case_id, d.place, d.mode) not in failing
-        and cases[(d.case_id, d.place, d.mode)].kind in ("op", "program")
+        and kinds.get(cases[(d.case_id, d.place, d.mode)].kind).control
     ][:CONTROL_CASES] if gates.spec.defaults.common_shift else []  # fmt: skip
     for attempt in range(1, gates.spec.confirm.rounds + 1):
         todo = [cases[(d.case_id, d.place, d.mode)] for d in still]
@@ -287,8 +287,12 @@ def checks_wanted(bench: BenchSession, case: Case) -> dict[str, Any]:
     check (op cases naming a `reference`), torch timing, profile pass; {} when none."""
     opt = bench.config.getoption
     wanted: dict[str, Any] = {
-        "accuracy": bool(not opt("bench_no_accuracy") and case.kind == "op" and case.spec.reference),
-        "vs_torch": bool(opt("bench_vs_torch") and case.kind == "op" and bench.framework == "paddle"),
+        "accuracy": bool(
+            not opt("bench_no_accuracy") and kinds.get(case.kind).accuracy and case.spec.reference
+        ),
+        "vs_torch": bool(
+            opt("bench_vs_torch") and kinds.get(case.kind).vs_torch and bench.framework == "paddle"
+        ),
         "profile": bool(opt("bench_profile") or case.spec.profile),
     }
     if not any(wanted.values()):

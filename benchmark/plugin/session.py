@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmark import environment, runners
+from benchmark import environment, kinds, runners
 from benchmark.config import load_paths
 from benchmark.environment import MachineDescription, RunDescription
 from benchmark.execution import cores, measure
@@ -63,6 +63,13 @@ def _say(config: pytest.Config, text: str) -> None:
     (reporter.write_line if reporter is not None else print)(f"benchmark: {text}")
 
 
+def default_json_path(root: Path, no_store: bool) -> Path:
+    """Where the run's JSON summary goes without --bench-json: results/summary.json, the stored run's;
+    with --bench-no-store results/no-store/summary.json, so a run kept out of the history leaves the
+    last stored run's summary (and its workers.log) as they were."""
+    return root / "results" / ("no-store" if no_store else "") / "summary.json"
+
+
 class BenchSession:
     """One run of the suite: options, selected cases, history run, JSON summary, results."""
 
@@ -83,7 +90,7 @@ class BenchSession:
         self.allocator = measure.control_allocator(not opt("bench_no_malloc_control"))
         self.framework = opt("bench_framework")
         self.results: list[CaseResult] = []
-        self.json_path = Path(opt("bench_json") or self.root / "results" / "summary.json")
+        self.json_path = Path(opt("bench_json") or default_json_path(self.root, opt("bench_no_store")))
         self.started = time.time()
         self.json_written = 0.0
         self.store: Store | None = None
@@ -149,7 +156,9 @@ class BenchSession:
             except ValueError as e:
                 raise pytest.UsageError(str(e)) from None
         if self.framework == "torch":
-            selected = [as_torch_case(c) for c in selected if c.kind == "op" and c.mode == "dynamic"]
+            selected = [
+                as_torch_case(c) for c in selected if kinds.get(c.kind).torch_cases and c.mode == "dynamic"
+            ]
         return selected
 
     # -- history -------------------------------------------------------------------------

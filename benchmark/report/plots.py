@@ -166,7 +166,8 @@ def ab_chart(
         if idx:
             _draw_verdict(ax, [data[i] for i in idx], y[idx], verdict, color)
     _draw_equivalence(ax, data)
-    ax.axvline(0.0, color="#333333", lw=0.8, zorder=1)
+    if data:
+        ax.axvline(0.0, color="#333333", lw=0.8, zorder=1)
     ax.set_yticks(y, labels, fontsize=AB_LABEL_FONTSIZE)
     ax.set_ylim(-0.7, len(data) - 0.3)
     ax.xaxis.set_major_formatter(
@@ -182,7 +183,8 @@ def ab_chart(
         fig.legend(
             loc="upper center", bbox_to_anchor=(0.5, 1 - 0.04 / height), fontsize=8, ncols=5, frameon=False
         )
-    if not data:
+    if not data:  # no axis to read: only the title and the message, which nothing can overlap
+        ax.set_axis_off()
         ax.text(0.5, 0.5, "no case has a baseline to compare with", transform=ax.transAxes, ha="center")
     return fig
 

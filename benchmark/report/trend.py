@@ -7,6 +7,7 @@ long history. Drawn with the helpers of :mod:`benchmark.report.plots`.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -85,10 +86,16 @@ def _rate_values(series: Series, label: str):
 
 
 def _x_labels(series: Series) -> list[str]:
+    """Short commit and date per run; a commit measured in several runs gets each run's number among
+    them (``1a2b3c4 #2``), so its runs are told apart."""
     labels = []
+    runs = Counter(c for c in series.commits if c)
+    seen: Counter[str] = Counter()
     for t, commit in zip(series.times, series.commits, strict=True):
         date = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d")
-        labels.append(f"{commit[:7]}\n{date}" if commit else date)
+        seen[commit or ""] += 1
+        number = f" #{seen[commit]}" if commit and runs[commit] > 1 else ""
+        labels.append(f"{commit[:7]}{number}\n{date}" if commit else date)
     return labels
 
 

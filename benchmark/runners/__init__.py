@@ -1,6 +1,6 @@
 """Framework adapters. The only package that imports paddle (or torch), and only lazily.
 
-`prepare(case)` dispatches on the case's kind to a runner module that returns a `Prepared`
+`prepare(case)` dispatches on the case's kind to its runner module (`benchmark.kinds`) that returns a `Prepared`
 callable; `place_available`, `framework_info`, `op_resolver` and `model_names` are what the rest of
 the harness needs to know about the framework without importing it.
 """
@@ -9,15 +9,9 @@ from __future__ import annotations
 
 import importlib
 
+from benchmark import kinds
 from benchmark.model import Case
 from benchmark.runners.base import Prepared, RunnerUnavailable
-
-_KIND_MODULES = {
-    "op": "benchmark.runners.paddle_ops",
-    "layer": "benchmark.runners.paddle_ops",
-    "program": "benchmark.runners.paddle_program",
-    "model": "benchmark.runners.models",
-}
 
 __all__ = [
     "Prepared",
@@ -49,7 +43,7 @@ def prepare(case: Case) -> Prepared:
     if case.spec.framework == "torch":
         module = importlib.import_module("benchmark.runners.torch_runner")
     else:
-        module = importlib.import_module(_KIND_MODULES[case.kind])
+        module = importlib.import_module(kinds.get(case.kind).runner)
     return module.prepare(case)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.config.attr_types import mistyped
 from benchmark.model import Case, Spec, Tensor
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_allowed
@@ -55,7 +56,7 @@ def binder(name: str, inputs: list[str] | dict[str, str], attrs: dict[str, Any])
     except TypeError as e:
         params = ", ".join(p for p in sig.parameters if p != "name")
         return f"{name}({params}) does not accept these inputs and attrs: {e}"
-    return None
+    return mistyped(name, sig, attrs)
 
 
 def _varargs(fn) -> tuple[list[str], str] | None:
@@ -107,11 +108,15 @@ def layer_binder(
         ("args", "constructor", cls.__init__, dict(args)),
         ("inputs", "forward", cls.forward, {**dict.fromkeys(inputs), **attrs}),
     ):
+        sig = inspect.signature(fn)
         try:
-            inspect.signature(fn).bind(None, **kwargs)
+            sig.bind(None, **kwargs)
         except TypeError as e:
-            params = ", ".join(p for p in inspect.signature(fn).parameters if p not in ("self", "name"))
+            params = ", ".join(p for p in sig.parameters if p not in ("self", "name"))
             return fld, f"{name}'s {what} ({params}) does not accept these {fld}: {e}"
+        reason = mistyped(f"{name}'s {what}", sig, args if fld == "args" else attrs)
+        if reason:
+            return ("args" if fld == "args" else "attrs"), reason
     return None
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import accuracy
+from benchmark import accuracy, kinds
 from benchmark.model import Case
 from benchmark.runners.base import RunnerUnavailable, resolve_allowed
 
@@ -352,7 +352,7 @@ def check_accuracy(
     (not checkable here: torch missing, runner without outputs). Never raises for those.
     """
     name = case.spec.reference
-    if case.kind != "op" or not name:
+    if not kinds.get(case.kind).accuracy or not name:
         return None
     record: dict[str, Any] = {"reference": name, "status": "skipped", "passed": None, "notes": []}
     if prepared.outputs is None:

@@ -58,7 +58,7 @@ def _time(case, params, options) -> dict[str, Any]:
     from benchmark.execution import measure
 
     settings = measure.MeasureSettings().override(params.get("settings") or {})
-    if case.kind == "model" and (case.spec.devices or 1) > 1:
+    if (case.spec.devices or 1) > 1:  # data parallel (a model case; no other kind has devices)
         # data parallel: N ranks through paddle.distributed.launch, timed by the ranks themselves
         from benchmark.runners.models.data_parallel import trial
 

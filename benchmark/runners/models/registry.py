@@ -13,22 +13,34 @@ holds:
 
 Importing this module (and every family module it lists) imports neither paddle nor torch, so
 `benchmark validate` checks a model case before any framework import. One module per model family
-(`FAMILIES`) declares its entries in `ENTRIES`; adding a model is one entry in a family module (or
-a new module named in `FAMILIES`) plus its YAML under `configs/models/` (CONTRIBUTING.md).
+declares its entries in `ENTRIES`; adding a model is one entry in a family module (or
+a new module of this package that declares `ENTRIES`) plus its YAML under `configs/models/` (CONTRIBUTING.md).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# The family modules, reviewed code, in the order `benchmark list` shows their models.
-FAMILIES = ("rnn", "seq2seq", "vision", "nlp", "detection", "segmentation", "video", "gan", "ocr")
+
+def _families() -> list[str]:
+    """The family modules: every module of this package whose source assigns ``ENTRIES`` at its top
+    level (reviewed code), by name. Read as text, so the package's other modules are not imported."""
+    here = Path(__file__).parent
+    return [
+        m.name
+        for m in sorted(pkgutil.iter_modules([str(here)]), key=lambda m: m.name)
+        if re.search(r"^ENTRIES\b", (here / f"{m.name}.py").read_text(encoding="utf-8"), re.MULTILINE)
+    ]
+
 
 Count = Annotated[int, Field(ge=1, le=2**31)]
 AmpLevel = Literal["O0", "O1", "O2"]
@@ -76,7 +88,7 @@ class ModelEntry:
 
 def _load() -> dict[str, ModelEntry]:
     entries: dict[str, ModelEntry] = {}
-    for family in FAMILIES:
+    for family in _families():
         module = importlib.import_module(f"benchmark.runners.models.{family}")
         for entry in module.ENTRIES:
             if entry.name in entries:
