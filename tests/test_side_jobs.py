@@ -15,12 +15,12 @@ from tests.test_store_cli import run_cli
 
 
 def _history(url, machine, make_result) -> dict[str, int]:
-    """Two suite runs, a compare run (side A) and a bisect run of the same case; their run ids."""
+    """Two suite runs, a compare run (side A), a bisect run and a night of the same case; their run ids."""
     ids = {}
     with open_store(url) as store:
         for i, (name, trigger, suffix) in enumerate(
             [("suite1", "local", ""), ("suite2", "nightly", ""), ("compare", "compare", "/compare-A"),
-             ("bisect", "bisect", "/bisect")]
+             ("bisect", "bisect", "/bisect"), ("night", "night", "/night")]
         ):  # fmt: skip
             m = {**machine, "fingerprint": machine["fingerprint"] + suffix}
             run = {"started_at": time.time() - 100 + i, "trigger": trigger}
@@ -39,7 +39,8 @@ def test_the_reader_returns_the_suite_series_unless_asked_for_a_job(sqlite_url, 
         (compare,) = store.series(["abs"], job="compare")
         assert compare.run_ids == [ids["compare"]] and compare.machine.endswith("/compare-A")
         assert compare.job == "compare"
-        assert {p.job for p in store.history("abs", job=None)} == {"suite", "compare", "bisect"}
+        assert {p.job for p in store.history("abs", job=None)} == {"suite", "compare", "bisect", "night"}
+        assert store.latest_run_id(suite=True) == ids["suite2"]  # what a view judges by default
         assert [r.id for r in store.runs(None, jobs=["compare", "bisect"])] == [ids["bisect"], ids["compare"]]
     assert [job_of(t) for t in ("local", "ci", "import", None, "compare", "night")] == [
         "suite", "suite", "suite", "suite", "compare", "night",
@@ -55,7 +56,7 @@ def test_benchmark_history_leaves_side_jobs_out_unless_asked(sqlite_url, machine
     shown = [int(line.split()[0]) for line in capsys.readouterr().out.splitlines()[1:]]
     assert shown == [ids["compare"]]
     assert run_cli("history", "abs", "--job", "all", "--db", sqlite_url) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1 + 4
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 5
 
 
 def test_the_dashboard_lists_side_jobs_apart_from_the_suite_table(sqlite_url, machine, make_result, tmp_path):
@@ -65,6 +66,6 @@ def test_the_dashboard_lists_side_jobs_apart_from_the_suite_table(sqlite_url, ma
     assert [en.series.machine for en in board.entries] == [machine["fingerprint"]]
     html = (tmp_path / "dash" / "index.html").read_text(encoding="utf-8")
     table, _, jobs = html.partition('<section id="jobs">')
-    assert "compare-A" not in table and "/bisect" not in table
-    assert "<h3>compare</h3>" in jobs and "<h3>bisect</h3>" in jobs
+    assert "compare-A" not in table and "/bisect" not in table and "/night" not in table
+    assert "<h3>compare</h3>" in jobs and "<h3>bisect</h3>" in jobs and "<h3>night</h3>" in jobs
     assert f"<td>{ids['compare']}</td>" in jobs and "compare-A" in jobs

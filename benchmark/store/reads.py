@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 
 from benchmark.analysis.events import run_environment
 from benchmark.model import Acknowledgement, CaseResult, Series, SeriesKey
-from benchmark.records import SUITE, HistoryPoint, ProcessValue, RunRecord, Stats, job_of
+from benchmark.records import SIDE_JOBS, SUITE, HistoryPoint, ProcessValue, RunRecord, Stats, job_of
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
     ACKNOWLEDGEMENT,
@@ -65,9 +65,9 @@ DEFAULT_STALE_AFTER_S = 3600.0
 LEASE_FACTOR = 4.0
 
 
-# Runs that are not runs of the suite: the sides of `benchmark compare` and `benchmark bisect`, and
-# imported files. "latest" never means one of them (address them by --run ID or --run-group).
-NOT_SUITE_TRIGGERS = ("compare", "bisect", "import")
+# Runs that are not runs of the suite: those of the side jobs (`benchmark compare`, `bisect`, `night`)
+# and imported files. "latest" never means one of them (address them by --run ID or --run-group).
+NOT_SUITE_TRIGGERS = (*SIDE_JOBS, "import")
 
 
 class StoreReads:
