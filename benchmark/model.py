@@ -17,7 +17,6 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import Enum
 from typing import Any, Literal
 
 import numpy as np
@@ -25,6 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchmark.metrics import get_metric
 from benchmark.records import ProcessValue, SeriesKey, Stats
+
+# The verdict vocabulary lives in benchmark.verdict (imported by the pure statistics too); the
+# records here carry it, and their users import it from here as well.
+from benchmark.verdict import FAILING as FAILING
+from benchmark.verdict import VERDICT_WORDS as VERDICT_WORDS
+from benchmark.verdict import Evidence as Evidence
+from benchmark.verdict import Verdict as Verdict
+from benchmark.verdict import verdict_words as verdict_words
 
 NO_KEY = SeriesKey("", "", "", "")  # the key of a series not read from the store (a CSV's)
 
@@ -92,6 +99,9 @@ class Series:
     others: list[dict[str, Any]] = field(default_factory=list)
     # The acknowledgement the series starts from (the judge's baselines: `Series.since_run`), if any.
     acknowledgement: Acknowledgement | None = None
+    # The job its runs come from (`benchmark.records.job_of`): "suite", or a side job ("compare",
+    # "bisect", "night"), whose runs are series of their own (a suffixed machine fingerprint).
+    job: str = "suite"
 
     @property
     def case_id(self) -> str:
@@ -523,55 +533,6 @@ class CaseResult:
             for p in data.get("processes") or []
         ]
         return cls(**fields)
-
-
-# The one verdict vocabulary of the judge (`benchmark.gate.judge`), and where its evidence came from.
-# Both are str-valued enums: they compare equal to their values ("regression" == Verdict.REGRESSION),
-# print as their values and go into JSON as plain strings, so `benchmark gate --json`, the reports
-# and the pytest gate items read the same words.
-
-
-class _StrEnum(str, Enum):
-    """A str enum that prints and formats as its value (enum.StrEnum needs Python 3.11)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-
-class Verdict(_StrEnum):
-    """What the judge decided for one result of a run."""
-
-    REGRESSION = "regression"  # worse beyond the case's min_effect, significant after FDR: fails
-    IMPROVEMENT = "improvement"  # better beyond min_effect, significant after FDR
-    PASS = "pass"  # no change beyond min_effect (or none the evidence can show)
-    INCONCLUSIVE = "inconclusive"  # the evidence cannot tell (too few processes, not significant
-    # after FDR, no honest noise estimate): does not fail, and says why
-    NEW = "new"  # nothing to compare with yet (no baseline of this series): passes with a notice
-    FAILED = "failed"  # the case failed (e.g. its accuracy check): fails
-    WRONG = "wrong"  # a model's loss at step K left its tolerance around the series' earlier
-    # value (benchmark.gate.numerics): the numerics changed, whatever the speed; fails
-    ERROR = "error"  # the case errored or its stored samples are invalid: fails
-    SKIPPED = "skipped"  # the case was skipped (e.g. no GPU): does not fail
-    # a wall-time regression measured again at once (configs/gates.yaml `confirm`) that did not
-    # reproduce beyond the minimum effect: recorded with every attempt's figures, does not fail
-    NOT_REPRODUCED = "not reproduced"
-
-
-FAILING = frozenset({Verdict.REGRESSION, Verdict.FAILED, Verdict.ERROR, Verdict.WRONG})
-
-
-class Evidence(_StrEnum):
-    """Where a decision's evidence came from."""
-
-    HISTORY = "history"  # the online detector over the series' per-run values
-    AB_PROCESSES = "ab_processes"  # an A/B with worker processes as the unit (Welch on log values)
-    AB_HISTORY_NOISE = "ab_history_noise"  # an A/B of two run values against the between-run noise
-    # of the series' history (a side had fewer than 2 process values)
-    DETERMINISTIC = "deterministic"  # instruction counts: the level rule with a noise floor
-    NONE = "none"  # nothing was tested (new series, no number, too little evidence)
 
 
 @dataclass

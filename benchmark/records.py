@@ -144,10 +144,36 @@ class ProcessValue:
         }
 
 
+def ok_process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
+    """The values (per-process medians) of the ok trials, in trial order: the one rule of what a
+    process value is (status ok, a finite positive number), for the writer, the store and the judge."""
+    return [
+        float(p.value)
+        for p in processes or ()
+        if p.status == "ok" and p.value is not None and math.isfinite(p.value) and p.value > 0
+    ]
+
+
 def process_probe(processes: Iterable[ProcessValue] | None) -> float | None:
-    """The median reference-probe figure (seconds) of the ok trials that have one; None if none has."""
-    probes = [p.probe_s for p in processes or () if p.status == "ok" and p.probe_s]
+    """The median reference-probe figure (seconds) of the ok trials that have one; None if none has:
+    the one probe median, for the store's series and the judge's new result alike."""
+    probes = [
+        p.probe_s for p in processes or () if p.status == "ok" and p.probe_s is not None and p.probe_s > 0
+    ]
     return float(np.median(probes)) if probes else None
+
+
+# The jobs a run can come from, by its trigger: the suite's own runs (local, ci, nightly, imports ...)
+# and the side jobs, whose runs live in series of their own (machine fingerprint suffixed
+# /compare-A, /compare-B, /bisect, /night) and in views of their own.
+SUITE = "suite"
+SIDE_JOBS = ("compare", "bisect", "night")
+JOBS = (SUITE, *SIDE_JOBS)
+
+
+def job_of(trigger: str | None) -> str:
+    """The job of a run with this trigger: "compare", "bisect", "night" or "suite"."""
+    return trigger if trigger in SIDE_JOBS else SUITE
 
 
 def _positive(x: Any) -> float | None:
@@ -242,6 +268,7 @@ class HistoryPoint:
     # Raw samples (float64, empty where none are stored); None unless asked for.
     samples: np.ndarray | None = None
     processes: tuple[ProcessValue, ...] | None = None  # in trial order; None unless asked for
+    job: str = SUITE  # the job of its run (`job_of` its trigger)
 
     @property
     def key(self) -> SeriesKey:

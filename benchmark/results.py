@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmark.analysis.summary import process_level_ci, summarize
 from benchmark.metrics import CONFIDENCE
 from benchmark.model import CaseResult
-from benchmark.records import ProcessValue, Stats
+from benchmark.records import ProcessValue, Stats, ok_process_values
 
 
 def process_entry(
@@ -41,11 +41,6 @@ def process_entry(
     )
 
 
-def process_values(processes: Iterable[ProcessValue] | None) -> list[float]:
-    """The values (per-process medians) of the ok trials, in trial order."""
-    return [float(p.value) for p in processes or [] if p.status == "ok" and p.value]
-
-
 def between_process_cv(values: list[float]) -> float:
     """The spread of the process values: the sample standard deviation (ddof=1) of their logs
     (about the coefficient of variation for small spreads); NaN with fewer than 2 values."""
@@ -67,7 +62,7 @@ def summarize_processes(processes: Sequence[ProcessValue]) -> tuple[list[float],
 
     pooled = [x for p in processes if p.status == "ok" for x in p.samples]
     stats: dict[str, Any] = summarize(pooled, CONFIDENCE)
-    values = process_values(processes)
+    values = ok_process_values(processes)
     if values:
         stats["median"] = float(statistics.median(values))
     if len(values) >= 2:

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmark.analysis import sequential as seq
+from benchmark.model import Verdict, verdict_words
 
 
 def recorded_differences(paths: list[str], only: str | None = None, centre: bool = False) -> np.ndarray:
@@ -67,7 +68,7 @@ def one_job(
 ) -> list[str]:
     """The verdicts of one replayed job (case 0 shifted by `shift` in log)."""
     d = [[] for _ in range(cases)]
-    verdicts = [seq.INCONCLUSIVE] * cases
+    verdicts = [Verdict.INCONCLUSIVE] * cases
     open_ = set(range(cases))
     for n in range(1, max_pairs + 1):
         look = seq.look_at(n, final=n == max_pairs)  # the job's final look at its last step
@@ -99,7 +100,7 @@ def as_recorded(paths: list[str], alpha: float) -> None:
             effect = c.get("min_effect", 0.02)
             row = []
             for robust in (False, True):
-                verdict, used = seq.INCONCLUSIVE, len(pairs)
+                verdict, used = Verdict.INCONCLUSIVE, len(pairs)
                 for n in range(seq.MIN_PAIRS, len(pairs) + 1):  # as the job looks, its final look last
                     look = seq.look_at(n, final=n == len(pairs))
                     if look is None:
@@ -111,8 +112,9 @@ def as_recorded(paths: list[str], alpha: float) -> None:
                     verdict, used = dec.verdict, n
                     if dec.decided:
                         break
-                row.append(f"{verdict} at {used}")
-                totals[("robust" if robust else "t", verdict)] += 1
+                word = verdict_words(verdict).ab
+                row.append(f"{word} at {used}")
+                totals[("robust" if robust else "t", word)] += 1
             print(
                 f"{Path(path).name} {c['case']:<40} {len(pairs):4d} pairs; t: {row[0]}; t+signed-rank: {row[1]}"
             )
@@ -173,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         v = one_job(draw, args.cases, shift, args.max_pairs, args.alpha, args.min_effect, not args.t_only)
         for i, x in enumerate(v):
             counts[i][x] += 1
-        others_false = any(x in (seq.SLOWER, seq.FASTER) for x in v[1:])
-        case0_false = args.slowdown == 0 and v[0] in (seq.SLOWER, seq.FASTER)
+        others_false = any(x in (Verdict.REGRESSION, Verdict.IMPROVEMENT) for x in v[1:])
+        case0_false = args.slowdown == 0 and v[0] in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
         false_jobs += others_false or case0_false
-        named_only += args.slowdown > 0 and v[0] == seq.SLOWER and not others_false
+        named_only += args.slowdown > 0 and v[0] == Verdict.REGRESSION and not others_false
     print(
         f"{args.jobs} replayed jobs: {args.cases} cases, case 0 slower by {args.slowdown:.1%}, "
         f"at most {args.max_pairs} pairs, alpha {args.alpha:g}, min effect {args.min_effect:.0%}; {source}; "

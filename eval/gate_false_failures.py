@@ -23,6 +23,7 @@ from raw_samples import compare  # eval/raw_samples.py, beside this script
 
 from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.robust import pooled_process_spread
+from benchmark.verdict import Verdict
 
 ALPHA, MIN_EFFECT, WITHIN, ROUNDS = 0.01, 0.05, 0.01, 30
 
@@ -42,12 +43,12 @@ def measure(processes: int, between: float, trials: int, raw_trials: int, rng) -
     for _ in range(trials):
         spread = pooled_process_spread([_values(_run(rng, processes, between)) for _ in range(10)])
         a, b = _values(_run(rng, processes, between)), _values(_run(rng, processes, between))
-        false += compare_processes(a, b, **kw).verdict == "slower"
-        false_hist += compare_processes(a, b, spread=spread, **kw).verdict == "slower"
+        false += compare_processes(a, b, **kw).verdict == Verdict.REGRESSION
+        false_hist += compare_processes(a, b, spread=spread, **kw).verdict == Verdict.REGRESSION
         slow = _values(_run(rng, processes, between, 1.2))
-        power += compare_processes(a, slow, spread=spread, **kw).verdict == "slower"
+        power += compare_processes(a, slow, spread=spread, **kw).verdict == Verdict.REGRESSION
     raw = sum(
-        compare(_run(rng, 1, between)[0], _run(rng, 1, between)[0], **kw).verdict == "slower"
+        compare(_run(rng, 1, between)[0], _run(rng, 1, between)[0], **kw).verdict == Verdict.REGRESSION
         for _ in range(raw_trials)
     )  # fmt: skip
     return {

@@ -48,8 +48,7 @@ from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
 from benchmark.gate.series import run_value  # noqa: E402
 from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
 from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
-from benchmark.records import ProcessValue, process_probe  # noqa: E402
-from benchmark.results import process_values  # noqa: E402
+from benchmark.records import ProcessValue, ok_process_values, process_probe  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 
@@ -70,7 +69,7 @@ def _scaled(result: CaseResult, factor: float) -> CaseResult:
 def _series(key: SeriesKey, history: list[tuple[int, CaseResult]]) -> Series:
     """The series' earlier runs as the store's `baselines` would give them (oldest first)."""
     samples = [np.asarray(r.samples or [], dtype=float) for _, r in history]
-    procs = [np.asarray(process_values(r.processes), dtype=float) for _, r in history]
+    procs = [np.asarray(ok_process_values(r.processes), dtype=float) for _, r in history]
     values = [run_value(p, x) for p, x in zip(procs, samples, strict=True)]
     return Series(
         key=key,
@@ -259,7 +258,7 @@ def main(argv=None) -> int:
         if not n:
             continue
         values = [
-            run_value(np.asarray(process_values(r[k].processes)), np.asarray(r[k].samples)) for r in runs
+            run_value(np.asarray(ok_process_values(r[k].processes)), np.asarray(r[k].samples)) for r in runs
         ]
         logs = np.log(np.asarray(values, dtype=float))
         if gates.spec.defaults.probe_adjust:  # the noise the adjusted values have, as the gate would see it

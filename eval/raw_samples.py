@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats as sps
 
 from benchmark.analysis.compare import Comparison, _clean
+from benchmark.model import Verdict
 from benchmark.units import format_percent
 
 
@@ -92,7 +93,7 @@ def compare(
     if nb < 2 or nc < 2:
         ratio = float(np.median(c) / np.median(b)) if nb and nc and np.median(b) != 0 else math.nan
         return Comparison(
-            verdict="inconclusive",
+            verdict=Verdict.INCONCLUSIVE,
             ratio=ratio,
             ci_low=math.nan,
             ci_high=math.nan,
@@ -104,7 +105,7 @@ def compare(
     med_b, med_c = float(np.median(b)), float(np.median(c))
     if med_b <= 0 or med_c <= 0:
         return Comparison(
-            verdict="inconclusive",
+            verdict=Verdict.INCONCLUSIVE,
             ratio=med_c / med_b if med_b != 0 else math.nan,
             ci_low=math.nan,
             ci_high=math.nan,
@@ -129,14 +130,14 @@ def compare(
 
     more: int | None = None
     if bad_lo > d and p <= alpha:
-        verdict, reason = "slower", f"worse: {effect}; the whole interval is beyond the {bound}"
+        verdict, reason = Verdict.REGRESSION, f"worse: {effect}; the whole interval is beyond the {bound}"
     elif bad_hi < -d and p <= alpha:
-        verdict, reason = "faster", f"better: {effect}; the whole interval is beyond the {bound}"
+        verdict, reason = Verdict.IMPROVEMENT, f"better: {effect}; the whole interval is beyond the {bound}"
     elif -d <= bad_lo and bad_hi <= d:
-        verdict = "same"
+        verdict = Verdict.PASS
         reason = f"same: {effect}; the whole interval is within the {bound}"
     else:
-        verdict = "inconclusive"
+        verdict = Verdict.INCONCLUSIVE
         # Which region would the point estimate settle in, and which half-widths must shrink?
         needs: list[tuple[float, float]] = []  # (half-width, distance to the boundary)
         if est > d:

@@ -15,6 +15,7 @@ import pytest
 from compare_venvs import compare, make_venv, pth_hook
 
 from benchmark.analysis import sequential as seq
+from benchmark.model import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,11 +40,11 @@ def test_a_clear_slowdown_is_slower_and_identical_values_are_not():
     b_same = a * np.exp(rng.normal(0, 0.01, 30))
     b_slow = a * 1.10 * np.exp(rng.normal(0, 0.01, 30))
     slow = seq.decide(a, b_slow, min_effect=0.02, alpha=0.01)
-    assert slow.verdict == seq.SLOWER and slow.ci_low > 1 and 1.08 < slow.ratio < 1.12
+    assert slow.verdict == Verdict.REGRESSION and slow.ci_low > 1 and 1.08 < slow.ratio < 1.12
     same = seq.decide(a, b_same, min_effect=0.02, alpha=0.01)
-    assert same.verdict == seq.SAME and 1 / 1.02 < same.ci_low <= same.ci_high < 1.02
+    assert same.verdict == Verdict.PASS and 1 / 1.02 < same.ci_low <= same.ci_high < 1.02
     fast = seq.decide(b_slow, a, min_effect=0.02, alpha=0.01)
-    assert fast.verdict == seq.FASTER
+    assert fast.verdict == Verdict.IMPROVEMENT
 
 
 def test_a_real_but_tiny_difference_is_same_not_slower():
@@ -51,7 +52,7 @@ def test_a_real_but_tiny_difference_is_same_not_slower():
     a = np.exp(rng.normal(0, 0.02, 60))
     b = a * 1.005 * np.exp(rng.normal(0, 0.002, 60))  # significant, but 0.5% < min_effect 2%
     d = seq.decide(a, b, min_effect=0.02, alpha=0.01)
-    assert d.ci_low > 1 and d.verdict == seq.SAME
+    assert d.ci_low > 1 and d.verdict == Verdict.PASS
 
 
 def test_inconclusive_says_how_many_pairs_it_would_need():
@@ -59,9 +60,9 @@ def test_inconclusive_says_how_many_pairs_it_would_need():
     a = np.ones(5)
     b = np.exp(0.05 + rng.normal(0, 0.08, 5))
     d = seq.decide(a, b, min_effect=0.02, alpha=0.01)
-    assert d.verdict == seq.INCONCLUSIVE and d.pairs_needed is not None and d.pairs_needed > 5
+    assert d.verdict == Verdict.INCONCLUSIVE and d.pairs_needed is not None and d.pairs_needed > 5
     few = seq.decide([1.0, 1.0], [2.0, 2.0], min_effect=0.02, alpha=0.01)
-    assert few.verdict == seq.INCONCLUSIVE and math.isnan(few.ci_low) and few.pairs == 2
+    assert few.verdict == Verdict.INCONCLUSIVE and math.isnan(few.ci_low) and few.pairs == 2
 
 
 def test_the_signed_rank_distribution_is_exact_and_its_interval_covers_at_its_level():
@@ -90,7 +91,7 @@ def test_an_outlying_pair_does_not_hide_a_slowdown():
     b[[7, 30]] *= (0.6, 1.5)  # two processes that ran on a busy machine
     robust = seq.decide(a, b, min_effect=0.02, alpha=0.01, cases=4)
     t_only = seq.decide(a, b, min_effect=0.02, alpha=0.01, cases=4, robust=False)
-    assert t_only.verdict == seq.INCONCLUSIVE and robust.verdict == seq.SLOWER
+    assert t_only.verdict == Verdict.INCONCLUSIVE and robust.verdict == Verdict.REGRESSION
     assert 1.04 < robust.ratio < 1.06 and robust.ci_low > 1.02
 
 
@@ -104,9 +105,9 @@ def test_bad_input_is_refused():
 
 
 def test_exit_codes_follow_the_gate():
-    assert seq.exit_code([seq.SAME, seq.FASTER, seq.INCONCLUSIVE]) == 0
-    assert seq.exit_code([seq.SAME, seq.SLOWER, seq.ERROR]) == 1
-    assert seq.exit_code([seq.SAME, seq.ERROR]) == 2
+    assert seq.exit_code([Verdict.PASS, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE]) == 0
+    assert seq.exit_code([Verdict.PASS, Verdict.REGRESSION, Verdict.ERROR]) == 1
+    assert seq.exit_code([Verdict.PASS, Verdict.ERROR]) == 2
 
 
 # ------------------------------------------------------------------------------------------ end to end

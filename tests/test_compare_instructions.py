@@ -23,6 +23,7 @@ import pytest
 from compare_venvs import EXTRA_OP_HOOK, make_venv
 
 from benchmark.analysis.deterministic import compare_counts
+from benchmark.model import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,30 +33,35 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_counts_that_repeat_are_same_and_a_two_percent_change_is_slower_or_faster():
     a = [645_825.5, 645_808.7, 645_843.1]
     same = compare_counts(a, [645_830.0, 645_815.2, 645_801.9], min_effect=0.01, noise_floor=0.002)
-    assert same.verdict == "same" and same.noise == 0.002 and abs(same.ratio - 1) < 1e-4
+    assert same.verdict == Verdict.PASS and same.noise == 0.002 and abs(same.ratio - 1) < 1e-4
     slower = compare_counts(a, [663_707.9, 663_705.7, 663_701.7], min_effect=0.01, noise_floor=0.002)
-    assert slower.verdict == "slower" and slower.ratio == pytest.approx(663_705.7 / 645_825.5)
+    assert slower.verdict == Verdict.REGRESSION and slower.ratio == pytest.approx(663_705.7 / 645_825.5)
     assert slower.median_a == 645_825.5 and slower.median_b == 663_705.7
     faster = compare_counts([663_705.7], a, min_effect=0.01, noise_floor=0.002)
-    assert faster.verdict == "faster" and faster.ratio == pytest.approx(645_825.5 / 663_705.7)
+    assert faster.verdict == Verdict.IMPROVEMENT and faster.ratio == pytest.approx(645_825.5 / 663_705.7)
 
 
 def test_a_change_below_min_effect_is_same_even_over_a_tiny_noise():
     d = compare_counts([1000.0], [1009.0], min_effect=0.01, noise_floor=0.0001)
-    assert d.verdict == "same" and d.ratio == pytest.approx(1.009)
-    assert compare_counts([1000.0], [1010.0], min_effect=0.01, noise_floor=0.0001).verdict == "slower"
+    assert d.verdict == Verdict.PASS and d.ratio == pytest.approx(1.009)
+    assert (
+        compare_counts([1000.0], [1010.0], min_effect=0.01, noise_floor=0.0001).verdict == Verdict.REGRESSION
+    )
 
 
 def test_a_noisy_side_raises_the_noise_so_the_same_change_is_same():
     # B's samples spread by 1% around their median: 2% is not beyond 3 x 1%.
     noisy = compare_counts([1000.0, 1000.0], [1010.0, 1020.0, 1030.0], min_effect=0.01, noise_floor=0.002)
-    assert noisy.noise == pytest.approx(10 / 1020) and noisy.verdict == "same"
+    assert noisy.noise == pytest.approx(10 / 1020) and noisy.verdict == Verdict.PASS
     # The same spread on side A counts as well; with 5% more the change is beyond 3x the noise.
     slower = compare_counts([990.0, 1000.0, 1010.0], [1050.0], min_effect=0.01, noise_floor=0.002)
-    assert slower.noise == pytest.approx(0.01) and slower.verdict == "slower"
+    assert slower.noise == pytest.approx(0.01) and slower.verdict == Verdict.REGRESSION
     # noise_sigmas sets how far beyond the noise a change must be.
-    assert compare_counts([990.0, 1010.0], [1025.0], min_effect=0.01, noise_sigmas=1.0).verdict == "slower"
-    assert compare_counts([990.0, 1010.0], [1025.0], min_effect=0.01).verdict == "same"
+    assert (
+        compare_counts([990.0, 1010.0], [1025.0], min_effect=0.01, noise_sigmas=1.0).verdict
+        == Verdict.REGRESSION
+    )
+    assert compare_counts([990.0, 1010.0], [1025.0], min_effect=0.01).verdict == Verdict.PASS
 
 
 def test_bad_counts_are_refused():
@@ -116,13 +122,13 @@ def test_count_verdicts_set_the_exit_status_with_the_time_verdicts(tmp_path):
     from benchmark.compare import counts
 
     slower = _job_with_counts(tmp_path, {"A": ("ok", [999.9, 1000.0, 1000.1]), "B": ("ok", [1030.0])})
-    assert slower.count_verdicts() == ["slower"] and slower.exit_code() == 1
+    assert slower.count_verdicts() == [Verdict.REGRESSION] and slower.exit_code() == 1
     line = counts.count_line(slower.states[0])
     assert (
         line.startswith("SLOWER") and "instructions B/A 1.0300 (+3.00%), noise 0.20%, min effect 1%" in line
     )
     same = _job_with_counts(tmp_path, {"A": ("ok", [1000.0]), "B": ("ok", [1000.0])})
-    assert same.count_verdicts() == ["same"] and same.exit_code() == 0
+    assert same.count_verdicts() == [Verdict.PASS] and same.exit_code() == 0
     assert "(+0.00%)" in counts.count_line(same.states[0])
     skipped = _job_with_counts(tmp_path, {"A": ("skipped", []), "B": ("ok", [1000.0])})
     assert skipped.count_verdicts() == ["skipped"] and skipped.exit_code() == 0

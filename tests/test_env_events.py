@@ -206,7 +206,7 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
 
     from benchmark.report.htmlkit import Entry
     from benchmark.report.pages import change_table
-    from benchmark.report.run_rows import analyse, load_series
+    from benchmark.report.run_rows import analyse
     from benchmark.report.trend import trend_plot
 
     rng = np.random.default_rng(3)
@@ -215,7 +215,7 @@ def test_plots_and_the_dashboard_show_the_upgrade_and_blame_the_change_on_it(sql
     levels[29] *= 1.02
     record_daily_runs(sqlite_url, levels, make_result, rng)
     with open_store(sqlite_url) as store:
-        (series,) = load_series(store, ["op.add"])
+        (series,) = store.series(["op.add"])
     label = "driver 550.54.15 -> 560.28.03, kernel 5.15.0-91-generic -> 5.15.0-94-generic, Python 3.11.4 -> 3.11.7"
     assert series.events == {30: label}
     analysis = analyse(series, min_effect=0.03)

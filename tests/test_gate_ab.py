@@ -22,7 +22,7 @@ from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
 from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.model import CaseResult, Verdict
 from benchmark.store import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
@@ -52,10 +52,10 @@ def test_false_failure_rate_on_unchanged_code_is_at_most_alpha(processes):
         ).verdict
         for _ in range(trials)
     ]
-    false_failures = verdicts.count("slower") / trials
+    false_failures = verdicts.count(Verdict.REGRESSION) / trials
     # alpha = 1%: 2000 trials put the binomial standard error at 0.22%; 1.5% is alpha plus 2 SE
     assert false_failures <= 0.015, false_failures
-    assert verdicts.count("faster") / trials <= 0.015
+    assert verdicts.count(Verdict.IMPROVEMENT) / trials <= 0.015
 
 
 def test_with_the_historys_pooled_spread_the_rate_stays_at_most_alpha_and_two_processes_suffice():
@@ -68,13 +68,13 @@ def test_with_the_historys_pooled_spread_the_rate_stays_at_most_alpha_and_two_pr
         spread = pooled_process_spread([_values(_run(rng, 3)) for _ in range(10)])
         c = compare_processes(_values(_run(rng, 3)), _values(_run(rng, 3)), min_effect=MIN_EFFECT, alpha=ALPHA,
                               spread=spread)  # fmt: skip
-        false_failures += c.verdict == "slower"
+        false_failures += c.verdict == Verdict.REGRESSION
     assert false_failures / trials <= 0.015
     base, slow = [7.2e-6, 4.7e-6], [881e-6, 271e-6]  # measured: abs 256x256 under FLAGS_check_nan_inf
     spread = pooled_process_spread([base] * 10)
     assert compare_processes(base, slow, min_effect=1.0, alpha=ALPHA).verdict == "inconclusive"
     caught = compare_processes(base, slow, min_effect=1.0, alpha=ALPHA, spread=spread)
-    assert caught.verdict == "slower" and "pooled with 10 df" in caught.reason
+    assert caught.verdict == Verdict.REGRESSION and "pooled with 10 df" in caught.reason
 
 
 def test_the_old_raw_rounds_test_fails_unchanged_code_most_of_the_time():
@@ -89,7 +89,7 @@ def test_the_old_raw_rounds_test_fails_unchanged_code_most_of_the_time():
     ]
     flat = [c for run in old for c in run]
     significant = sum(c.p_value <= ALPHA for c in flat) / len(flat)
-    failing_runs = sum(any(c.verdict == "slower" for c in run) for run in old) / runs
+    failing_runs = sum(any(c.verdict == Verdict.REGRESSION for c in run) for run in old) / runs
     assert significant > 0.8, significant  # "two runs of the same code differ", almost always
     assert failing_runs > 0.5, failing_runs
 
@@ -106,7 +106,7 @@ def test_a_20_percent_slowdown_with_5_processes_a_side_is_caught():
             min_effect=MIN_EFFECT,
             alpha=ALPHA,
         ).verdict
-        == "slower"
+        == Verdict.REGRESSION
         for _ in range(trials)
     )
     assert caught / trials >= 0.9, caught / trials
@@ -115,9 +115,13 @@ def test_a_20_percent_slowdown_with_5_processes_a_side_is_caught():
 def test_a_throughput_drop_is_slower_and_a_negligible_difference_is_same():
     base, new = [100.0, 101.0, 99.0, 100.5], [80.0, 81.0, 79.5, 80.2]
     c = compare_processes(base, new, min_effect=MIN_EFFECT, higher_is_better=True, alpha=ALPHA)
-    assert c.verdict == "slower" and c.method == "processes" and c.ratio == pytest.approx(0.8, abs=0.01)
+    assert (
+        c.verdict == Verdict.REGRESSION
+        and c.method == "processes"
+        and c.ratio == pytest.approx(0.8, abs=0.01)
+    )
     same = compare_processes(base, [100.2, 100.8, 99.5, 100.1], min_effect=MIN_EFFECT, alpha=ALPHA)
-    assert same.verdict == "same" and same.ci_low > 1 / 1.05 and same.ci_high < 1.05
+    assert same.verdict == Verdict.PASS and same.ci_low > 1 / 1.05 and same.ci_high < 1.05
 
 
 def test_a_side_with_one_process_uses_the_history_noise_or_is_inconclusive():
@@ -130,11 +134,11 @@ def test_a_side_with_one_process_uses_the_history_noise_or_is_inconclusive():
     noisy = compare_processes(
         [1.0e-4], [1.3e-4], min_effect=MIN_EFFECT, alpha=ALPHA, noise=sigma, noise_df=df
     )
-    assert noisy.verdict == "slower" and noisy.method == "history_noise"
+    assert noisy.verdict == Verdict.REGRESSION and noisy.method == "history_noise"
     small = compare_processes(
         [1.0e-4], [1.005e-4], min_effect=MIN_EFFECT, alpha=ALPHA, noise=sigma, noise_df=df
     )
-    assert small.verdict != "slower"
+    assert small.verdict != Verdict.REGRESSION
     assert between_run_noise(history[:2]) is None
     assert math.isnan(process_noise([1.0])) and process_noise([1.0, 1.1, 0.9]) > 0
 

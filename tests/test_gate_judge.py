@@ -17,9 +17,9 @@ from benchmark.cli import main
 from benchmark.environment import MachineDescription, RunDescription
 from benchmark.gate.judge import nothing_to_compare
 from benchmark.gate.series import MIN_RUNS
-from benchmark.model import CaseResult, Evidence, Verdict
+from benchmark.model import CaseResult, Evidence, verdict_words
 from benchmark.report import html as dashboard
-from benchmark.report.run_rows import JUDGED_STATUS, compare_run, gate_passed, run_notice
+from benchmark.report.run_rows import compare_run, gate_passed, run_notice
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "judge-host", "cpu_model": "test", "fingerprint": "judgemachine001"}
@@ -116,14 +116,14 @@ def test_gate_reports_and_badges_agree_on_a_model_regression(url, tmp_path, caps
 
     with open_store(url, create=False, readonly=True) as store:
         rows = {r.case_id: r for r in compare_run(store, run_id)}
-    assert {c: r.judged for c, r in rows.items()} == {c: d["verdict"] for c, d in verdicts.items()}
+    assert {c: r.verdict for c, r in rows.items()} == {c: d["verdict"] for c, d in verdicts.items()}
     assert not gate_passed(rows.values()) and run_notice(rows.values()) is None
     md = _md(url, run_id, capsys)
     assert "**Gate: FAIL** (1 regression(s)" in md
     assert "### Regressions (1)" in md and f"`{MODEL}`" in md.split("### Regressions (1)")[1].split("###")[0]
     index, badges = _html(url, run_id, tmp_path / "site2")
     assert 'gate <span class="fail">FAIL</span>' in index
-    assert badges == {c: JUDGED_STATUS[Verdict(d["verdict"])] for c, d in verdicts.items()}
+    assert badges == {c: verdict_words(d["verdict"]).status for c, d in verdicts.items()}
     assert badges[MODEL] == "regression"
 
 

@@ -134,11 +134,10 @@ def test_a_metric_defined_in_one_place_is_stored_judged_and_reported(peak_rss, t
     assert '<td class="num">1.32e+08 B</td>' in dash.index.read_text(encoding="utf-8")
 
     # the trend plot: the metric's label and unit on the y axis, its name in the title
-    from benchmark.report.run_rows import load_series
     from benchmark.report.trend import series_metric, trend_plot
 
     with open_store(url, create=False, readonly=True) as store:
-        (series,) = load_series(store)
+        (series,) = store.series()
     assert series_metric(series) == "peak_rss"
     fig = trend_plot(series, metric=series_metric(series))
     assert fig.axes[0].get_ylabel() == "peak resident memory (M B)"

@@ -1,7 +1,7 @@
 """Plots: files are written, and the figures hold what a reader needs (checked on the Figure objects).
 
 The history is real: results written through the store API into a temporary SQLite file, read back
-with `load_series`, analysed with the real change-point and online-gate code.
+with `Store.series`, analysed with the real change-point and online-gate code.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult, Series, SeriesKey
+from benchmark.model import CaseResult, Series, SeriesKey, Verdict, verdict_words
 from benchmark.report import jobs, plots, trend
-from benchmark.report.run_rows import Row, analyse, load_series
+from benchmark.report.run_rows import Row, analyse
 from benchmark.store import open_store
 
 DAY = 86400.0
@@ -64,7 +64,7 @@ def store(tmp_path_factory):
 
 
 def _series(store, pattern):
-    (s,) = load_series(store, [pattern])
+    (s,) = store.series([pattern])
     return s
 
 
@@ -182,7 +182,7 @@ def test_save_writes_png_and_svg(store, tmp_path):
 
 def _ab_rows(n: int) -> list[Row]:
     rng = np.random.default_rng(3)
-    verdicts = ("slower", "faster", "same", "inconclusive")
+    verdicts = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.PASS, Verdict.INCONCLUSIVE)
     rows = []
     for i in range(n):
         r = float(np.exp(rng.normal(0, 0.06)))
@@ -233,7 +233,7 @@ def test_ab_chart_is_sorted_and_colored_by_verdict():
     ax = fig.axes[0]
     points = {}
     for verdict in plots.VERDICT_COLORS:
-        lines = [ln for ln in ax.lines if ln.get_gid() == f"verdict-{verdict}"]
+        lines = [ln for ln in ax.lines if ln.get_gid() == f"verdict-{verdict_words(verdict).ab}"]
         assert len(lines) == 1, verdict
         points[verdict] = (lines[0].get_xdata(), lines[0].get_ydata(), lines[0].get_color())
         assert lines[0].get_color() == plots.VERDICT_COLORS[verdict]
@@ -294,7 +294,7 @@ def test_telemetry_without_data_is_none():
 
 
 def test_render_all_in_parallel_matches_serial(store, tmp_path):
-    series = load_series(store)
+    series = store.series()
     todo = [
         jobs.PlotJob("trend", str(tmp_path / "p" / f"s{i}"), s, None, ("png",))
         for i, s in enumerate(series * 3)
@@ -309,7 +309,7 @@ def test_render_all_in_parallel_matches_serial(store, tmp_path):
 
 
 def test_one_builder_gives_every_job_its_series_key(store, tmp_path):
-    series = load_series(store)
+    series = store.series()
     run_id = store.latest_run_id()
     results = store.results(run_id)
     machine = store.run(run_id).machine

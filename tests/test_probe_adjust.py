@@ -194,7 +194,6 @@ def test_the_report_and_the_trend_plot_show_the_raw_value_with_the_adjusted_one_
     url, capsys, tmp_path
 ):
     from benchmark.report import trend
-    from benchmark.report.run_rows import load_series
 
     # two cases: too few for a run's common shift (which would take the machine's drift out
     # before the probe could), so the report shows what the probe did
@@ -214,7 +213,7 @@ def test_the_report_and_the_trend_plot_show_the_raw_value_with_the_adjusted_one_
         cells[5] == f"{format_value(decision['value'])} (adjusted {format_value(decision['adjusted_value'])})"
     )
     with open_store(url) as store:
-        (series,) = load_series(store, ["abs-fwd"])
+        (series,) = store.series(["abs-fwd"])
     ax = trend.trend_plot(series).axes[0]
     (adjusted,) = [line for line in ax.lines if line.get_gid() == "adjusted"]
     (median,) = [line for line in ax.lines if line.get_gid() == "median"]

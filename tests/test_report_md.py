@@ -16,7 +16,7 @@ from synthetic import result_from_samples
 
 from benchmark.cli import main
 from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.model import CaseResult, Verdict
 from benchmark.report import markdown
 from benchmark.report.run_rows import compare_run, counts, gate_passed
 from benchmark.store import open_store
@@ -91,7 +91,7 @@ def _rows(store, baseline=None):
 def test_ab_against_the_previous_run_finds_the_injected_slowdown_and_nothing_else(history):
     _, store = history
     rows = _rows(store, baseline=store.latest_run_id() - 1)
-    assert rows[SLOW].verdict == "slower"
+    assert rows[SLOW].verdict == Verdict.REGRESSION
     assert rows[SLOW].ratio == pytest.approx(1.20, abs=0.03)
     assert rows[SLOW].ci_low > 1.05 and rows[SLOW].ci_high < 1.35
     assert rows[SLOW].baseline_run_id == RUNS - 1 and rows[SLOW].baseline_commit.startswith(f"{RUNS - 2:02d}")
@@ -100,15 +100,17 @@ def test_ab_against_the_previous_run_finds_the_injected_slowdown_and_nothing_els
     assert rows[SKIP].verdict == "skipped"
     assert rows[NEW].verdict == "new"
     for case_id in ("ops.add[n=1024]", "ops.relu[n=64]", STEP, WEIRD):
-        assert rows[case_id].verdict in ("same", "inconclusive"), (case_id, rows[case_id].reason)
+        assert rows[case_id].verdict in (Verdict.PASS, Verdict.INCONCLUSIVE), (case_id, rows[case_id].reason)
     assert not gate_passed(rows.values())
 
 
 def test_history_gate_flags_the_two_run_step_and_not_the_one_run_spike(history):
     _, store = history
     rows = _rows(store)
-    assert rows[STEP].verdict == "slower"
-    assert rows[SLOW].verdict in ("same", "inconclusive"), "one run is not yet a regression (persistence)"
+    assert rows[STEP].verdict == Verdict.REGRESSION
+    assert rows[SLOW].verdict in (Verdict.PASS, Verdict.INCONCLUSIVE), (
+        "one run is not yet a regression (persistence)"
+    )
     assert rows[SLOW].history is None
     assert rows[STEP].history == "regression"
     assert rows[STEP].history_magnitude == pytest.approx(0.20, abs=0.04)
@@ -166,7 +168,7 @@ def test_markdown_escapes_user_text(history):
     rows = compare_run(store, run_id)
     for row in rows:  # put the oddly named case in a table
         if row.case_id == WEIRD:
-            row.verdict = "slower"
+            row.verdict = Verdict.REGRESSION
     text = markdown.render(store.run(run_id), rows)
     outside_code = re.sub(r"(`+).*?\1|</?(details|summary)>", "", text)  # our own collapsible blocks aside
     assert "<" not in outside_code  # HTML only inside code spans, where Markdown shows it as text

@@ -32,7 +32,7 @@ def test_empty_parts_are_left_out():
 
 
 def test_the_markdown_report_writes_the_effect_as_the_gate_does():
-    row = Row(case_id="a", name="a", place="cpu", mode="dynamic", config_hash="h", verdict="slower",
+    row = Row(case_id="a", name="a", place="cpu", mode="dynamic", config_hash="h", verdict=Verdict.REGRESSION,
               ratio=1.2013, ci_low=1.18, ci_high=1.2231)  # fmt: skip
     assert markdown.effect(row) == text.effect(0.2013, 0.18, 0.2231) == "+20.1% (+18.0% .. +22.3%)"
     assert markdown.pct(math.nan) == format_percent(None) == "-"

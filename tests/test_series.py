@@ -1,5 +1,5 @@
 """`benchmark.model.Series`: one type for a series' per-run values, whether the judge reads it
-from the store (`Store.baselines`), the reports read its history (`load_series`) or
+from the store (`Store.baselines`), the reports read its history (`Store.series`) or
 `benchmark detect` reads a CSV."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import numpy as np
 from benchmark.commands.detect import read_series
 from benchmark.environment import MachineDescription, RunDescription
 from benchmark.model import Series, SeriesKey
-from benchmark.report.run_rows import load_series
 from benchmark.store import open_store
 
 
@@ -66,7 +65,7 @@ def test_head_cuts_every_per_run_field_and_the_later_events():
 
 
 def test_the_judge_and_the_reports_read_the_same_series_from_the_store(db_url, machine, make_result):
-    """Store.baselines (what the judge reads) and load_series (the reports) give the same runs,
+    """Store.baselines (what the judge reads) and Store.series (the reports) give the same runs,
     values, times, commits and samples for one series."""
     with open_store(db_url) as store:
         run_ids = []
@@ -80,7 +79,7 @@ def test_the_judge_and_the_reports_read_the_same_series_from_the_store(db_url, m
             store.finish_run(run_id)
             run_ids.append(run_id)
         judged = store.baselines(run_ids[-1])[SeriesKey.of(make_result("op.add"))]
-        (history,) = load_series(store, ["op.add"], run_id=run_ids[-2])
+        (history,) = store.series(["op.add"], run_id=run_ids[-2])
     assert judged.key == history.key == SeriesKey("op.add", "cfg1", "cpu", "dynamic")
     assert judged.series_id == history.series_id != 0
     assert judged.run_ids == history.run_ids == run_ids[:3]

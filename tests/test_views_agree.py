@@ -23,13 +23,13 @@ import pytest
 
 from benchmark import cli
 from benchmark.metrics import CONFIDENCE
-from benchmark.report.run_rows import JUDGED_STATUS
+from benchmark.model import Verdict, verdict_words
 from benchmark.report.text import effect
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 
 # The gate's verdict words and the Markdown report's section titles, in the dashboard's status words.
-GATE_WORDS = {str(v).upper(): status for v, status in JUDGED_STATUS.items()}
+GATE_WORDS = {str(v).upper(): verdict_words(v).status for v in Verdict}
 MD_SECTIONS = {"Regressions": "regression", "Improvements": "improvement", "Inconclusive": "inconclusive",
                "Pass": "pass", "New": "new"}  # fmt: skip
 
@@ -165,12 +165,11 @@ def test_every_view_gives_each_case_the_same_status_and_effect(history, tmp_path
 
 def test_a_trend_plot_shows_each_worker_process_value_not_an_interval_pooled_over_them(history):
     from benchmark.report import trend
-    from benchmark.report.run_rows import load_series
     from benchmark.store import open_store
 
     store = open_store(f"sqlite:///{history}")
     try:
-        (series,) = [s for s in load_series(store, ["abs_smoke"]) if s.mode == "static"]
+        (series,) = [s for s in store.series(["abs_smoke"]) if s.mode == "static"]
     finally:
         store.close()
     stored = np.concatenate(series.process_values)

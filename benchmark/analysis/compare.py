@@ -9,15 +9,16 @@ Verdicts
 --------
 The interval is read against a region of practical equivalence ``[1/(1+d), 1+d]`` with
 ``d = min_effect`` (equivalence testing, as in Kruschke's ROPE or a TOST): the candidate is
-*slower* when it is significant and the whole interval lies on the worse side beyond the minimum
-effect, *faster* likewise on the better side, *same* when the whole interval lies inside the
-region (a real but negligible difference is "same"), and *inconclusive* when the interval
+a *regression* (slower) when it is significant and the whole interval lies on the worse side beyond
+the minimum effect, an *improvement* (faster) likewise on the better side, *pass* (the same) when
+the whole interval lies inside the region (a real but negligible difference passes), and
+*inconclusive* when the interval
 straddles a boundary. For an inconclusive result, the number of extra processes per side is the
 one that would shrink the half-width facing the straddled boundary to the distance between the
 point estimate and that boundary: an estimate, assuming the point estimate stays where it is.
 
-"slower" always means worse: for a higher-is-better metric (throughput) a lower candidate is
-slower.
+The verdicts are the judge's (`benchmark.model.Verdict`); a regression always means worse: for a
+higher-is-better metric (throughput) a lower candidate is a regression.
 
 Processes as the unit (:func:`compare_processes`)
 -------------------------------------------------
@@ -48,13 +49,14 @@ import numpy as np
 from scipy import stats as sps
 
 from benchmark.units import format_percent
+from benchmark.verdict import Verdict
 
 
 @dataclass(frozen=True)
 class Comparison:
     """The outcome of :func:`compare_processes`."""
 
-    verdict: str
+    verdict: Verdict  # regression (B worse), improvement, pass (the same) or inconclusive
     ratio: float
     ci_low: float
     ci_high: float
@@ -156,7 +158,7 @@ def compare_processes(
         ratio = float(np.median(c) / np.median(b)) if nb and nc else math.nan
         few = "baseline" if nb < 2 else "candidate"
         return Comparison(
-            verdict="inconclusive", ratio=ratio, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
+            verdict=Verdict.INCONCLUSIVE, ratio=ratio, ci_low=math.nan, ci_high=math.nan, p_value=math.nan,
             more_samples_needed=max(2 - nb, 2 - nc, 0) or None,
             reason=f"inconclusive: the {few} has {min(nb, nc)} process value(s) and the series has no history "
             "to estimate the between-run noise from: no honest variance estimate (measure with "
@@ -181,15 +183,15 @@ def compare_processes(
     bound = f"{min_effect:.1%} minimum effect"
     more: int | None = None
     if bad > d and p <= alpha:
-        verdict, reason = "slower", f"worse: {effect}; significant and beyond the {bound}"
+        verdict, reason = Verdict.REGRESSION, f"worse: {effect}; significant and beyond the {bound}"
     elif bad < -d and p <= alpha:
-        verdict, reason = "faster", f"better: {effect}; significant and beyond the {bound}"
+        verdict, reason = Verdict.IMPROVEMENT, f"better: {effect}; significant and beyond the {bound}"
     elif -d <= bad_lo and bad_hi <= d:
-        verdict, reason = "same", f"same: {effect}; the whole interval is within the {bound}"
+        verdict, reason = Verdict.PASS, f"same: {effect}; the whole interval is within the {bound}"
     elif p <= alpha:
-        verdict, reason = "same", f"same: {effect}; a real difference, but within the {bound}"
+        verdict, reason = Verdict.PASS, f"same: {effect}; a real difference, but within the {bound}"
     else:
-        verdict = "inconclusive"
+        verdict = Verdict.INCONCLUSIVE
         half = (bad_hi - bad_lo) / 2
         dist = abs(abs(bad) - d)
         if method == "processes" and dist > 1e-9 and half > 0:

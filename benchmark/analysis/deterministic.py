@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchmark.verdict import Verdict
+
 DEFAULT_NOISE_FLOOR = 0.001
 ANCHOR_RUNS = 5
 NOISE_SIGMAS = 3.0
@@ -48,7 +50,7 @@ REVERT_WINDOW = 5
 class LevelCheck:
     """The verdict on the newest value of a series."""
 
-    verdict: str  # regression, improvement, pass
+    verdict: Verdict  # regression, improvement, pass
     effect: float  # newest / reference - 1
     reference: float  # the level's reference value (what the newest run is compared with)
     noise: float  # relative noise of the level used for the decision
@@ -101,19 +103,21 @@ def check_deterministic(
             old = _reference(x, previous, anchor_runs)
             if old and abs(x[i] / old - 1.0) < min_effect / 2:  # an improvement that came back
                 current, previous = [*previous, i], None
-                check = LevelCheck("pass", effect, ref, noise, len(current) - 1, current[0], True)
+                check = LevelCheck(Verdict.PASS, effect, ref, noise, len(current) - 1, current[0], True)
                 continue
         if changed and worse:
             since = standing if standing is not None else None
             check = LevelCheck(
-                "regression", effect, ref, noise, len(current), current[0], standing_since=since
+                Verdict.REGRESSION, effect, ref, noise, len(current), current[0], standing_since=since
             )
             standing = i if standing is None else standing
         elif changed:
-            check = LevelCheck("improvement", effect, ref, noise, len(current), current[0])
+            check = LevelCheck(Verdict.IMPROVEMENT, effect, ref, noise, len(current), current[0])
             previous, current, standing = current, [i], None
         else:
-            check = LevelCheck("pass", effect, ref, noise, len(current), current[0], standing is not None)
+            check = LevelCheck(
+                Verdict.PASS, effect, ref, noise, len(current), current[0], standing is not None
+            )
             current.append(i)
             standing = None
     assert check is not None
@@ -124,7 +128,7 @@ def check_deterministic(
 class CountComparison:
     """The verdict on two environments' counts of one case (`benchmark compare --instructions`)."""
 
-    verdict: str  # slower, faster, same (B against A; higher counts are slower)
+    verdict: Verdict  # regression (B's counts higher), improvement, pass
     ratio: float  # median of B / median of A
     noise: float  # relative noise used for the decision (never below the floor)
     min_effect: float
@@ -148,9 +152,9 @@ def compare_counts(
 ) -> CountComparison:
     """Judge B's counts of a case against A's (each: samples of one process, finite and positive).
     The ratio is B's median over A's; the noise is the larger relative spread of either side's
-    samples (largest deviation from its median), never below `noise_floor`. "slower" when the ratio
-    is at least 1 + min_effect and beyond 1 + noise_sigmas * noise; "faster" symmetrically
-    (ratio - 1 at most -min_effect and below -noise_sigmas * noise); else "same"."""
+    samples (largest deviation from its median), never below `noise_floor`. A regression (slower) when
+    the ratio is at least 1 + min_effect and beyond 1 + noise_sigmas * noise; an improvement
+    symmetrically (ratio - 1 at most -min_effect and below -noise_sigmas * noise); else pass."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.size == 0 or y.size == 0:
         raise ValueError("each side needs at least one count")
@@ -162,7 +166,7 @@ def compare_counts(
     ratio = median_b / median_a
     noise = max(noise_floor, _relative_spread(x), _relative_spread(y))
     effect = ratio - 1.0
-    verdict = "same"
+    verdict = Verdict.PASS
     if abs(effect) >= min_effect and abs(effect) > noise_sigmas * noise:
-        verdict = "slower" if effect > 0 else "faster"
+        verdict = Verdict.REGRESSION if effect > 0 else Verdict.IMPROVEMENT
     return CountComparison(verdict, ratio, noise, min_effect, median_a, median_b)

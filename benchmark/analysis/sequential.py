@@ -8,12 +8,13 @@ a pair see the same stretch of time.
 
 After each step the B/A ratio gets an interval: where the paired t interval on the d's and the
 Wilcoxon signed-rank interval overlap, each at half the look's error, and the estimate is the
-Hodges-Lehmann one, exp(median of the Walsh averages) (`decide`). Verdicts, with
+Hodges-Lehmann one, exp(median of the Walsh averages) (`decide`). Verdicts (the judge's,
+`benchmark.model.Verdict`; the views word them slower, faster, same), with
 delta = log(1 + min_effect):
 
-* slower: the interval lies above 0 and the estimate exceeds +delta (B is slower, beyond min_effect);
-* faster: the interval lies below 0 and the estimate is below -delta;
-* same: the interval lies inside (-delta, +delta) (an equivalence test at the same level);
+* regression: the interval lies above 0 and the estimate exceeds +delta (B is slower, beyond min_effect);
+* improvement: the interval lies below 0 and the estimate is below -delta;
+* pass: the interval lies inside (-delta, +delta) (an equivalence test at the same level);
 * inconclusive: none of these yet (more pairs would tell; `pairs_needed` estimates how many).
 
 False verdicts are controlled across cases and looks by a union bound: a job's error budget
@@ -34,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-SLOWER, FASTER, SAME, INCONCLUSIVE, ERROR = "slower", "faster", "same", "inconclusive", "error"
-VERDICTS = (SLOWER, FASTER, SAME, INCONCLUSIVE, ERROR)
+from benchmark.verdict import Verdict
+
 MIN_PAIRS = 3  # fewer pairs: no interval (a t interval with 1 degree of freedom is useless)
 LOOK_GROWTH = 1.5  # looks at pair counts growing by this factor: 3, 5, 8, 12, 18, 27, 41, 62, 93, ...
 
@@ -51,7 +52,7 @@ class SequentialOutcome:
     `pairs_needed`: for an inconclusive case, about how many pairs in all would decide it at the
     observed spread (None when it cannot be estimated)."""
 
-    verdict: str
+    verdict: Verdict  # regression (B slower), improvement, pass (the same), inconclusive
     ratio: float
     ci_low: float
     ci_high: float
@@ -64,7 +65,7 @@ class SequentialOutcome:
 
     @property
     def decided(self) -> bool:
-        return self.verdict in (SLOWER, FASTER, SAME)
+        return self.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.PASS)
 
 
 def look_points(limit: int = 10_000, first: int = MIN_PAIRS, growth: float = LOOK_GROWTH) -> list[int]:
@@ -184,7 +185,7 @@ def decide(
     if n < MIN_PAIRS:
         ratio = float(math.exp(d.mean())) if n else math.nan
         return SequentialOutcome(
-            INCONCLUSIVE, ratio, math.nan, math.nan, math.nan, n, 0, math.nan, min_effect
+            Verdict.INCONCLUSIVE, ratio, math.nan, math.nan, math.nan, n, 0, math.nan, min_effect
         )
     k = look if look is not None else max(1, look_number(n))
     a_k = look_alpha(alpha, cases, k)
@@ -198,16 +199,16 @@ def decide(
         lo, hi = max(lo, lo_w), min(hi, hi_w)
         estimate = min(max(estimate, lo), hi) if lo <= hi else estimate
     if lo > hi:  # the two intervals do not overlap: a sample neither describes well
-        verdict = INCONCLUSIVE
+        verdict = Verdict.INCONCLUSIVE
     elif lo > 0 and estimate > delta:
-        verdict = SLOWER
+        verdict = Verdict.REGRESSION
     elif hi < 0 and estimate < -delta:
-        verdict = FASTER
+        verdict = Verdict.IMPROVEMENT
     elif -delta < lo and hi < delta:
-        verdict = SAME
+        verdict = Verdict.PASS
     else:
-        verdict = INCONCLUSIVE
-    needed = None if verdict != INCONCLUSIVE else pairs_needed(estimate, sd, delta, a_k)
+        verdict = Verdict.INCONCLUSIVE
+    needed = None if verdict != Verdict.INCONCLUSIVE else pairs_needed(estimate, sd, delta, a_k)
     return SequentialOutcome(
         verdict, math.exp(estimate), math.exp(lo), math.exp(hi), 1 - a_k, n, k, sd, min_effect, needed
     )
@@ -230,8 +231,8 @@ def pairs_needed(mean: float, sd: float, delta: float, alpha_look: float, limit:
 def exit_code(verdicts: Sequence[str]) -> int:
     """As `benchmark gate`: 1 when a case is slower; else 2 when a case could not be measured
     (error); else 0 (faster, same and inconclusive pass)."""
-    if SLOWER in verdicts:
+    if Verdict.REGRESSION in verdicts:
         return 1
-    if ERROR in verdicts:
+    if Verdict.ERROR in verdicts:
         return 2
     return 0

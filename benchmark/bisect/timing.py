@@ -14,16 +14,16 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from benchmark.analysis import sequential as seq
 from benchmark.compare import job as jobs
 from benchmark.compare.output import side_result
 from benchmark.execution import measure
+from benchmark.model import Verdict
 
 if TYPE_CHECKING:
     from benchmark.compare.sides import Side
     from benchmark.model import Case, CaseResult
 
-DECIDED = (seq.SLOWER, seq.SAME, seq.FASTER)
+DECIDED = (Verdict.REGRESSION, Verdict.PASS, Verdict.IMPROVEMENT)
 
 
 def time_build(

@@ -108,25 +108,25 @@ def read_series(path: str) -> Series:
 
 
 def analyse(series: Series, *, min_effect: float, higher_is_better: bool):
-    """Offline change points and online alerts of the series."""
-    from benchmark.analysis.history import simulate_online
+    """Offline change points and online alerts of the series, the detector fed as the gate feeds it."""
     from benchmark.analysis.segmentation import segment
+    from benchmark.gate.series import detector_feed, online_alerts
 
-    # plain lists, as the analysis functions are typed (numbers in, decisions out)
-    values = series.values.tolist()
-    samples = [x.tolist() for x in series.samples] or None
+    feed = detector_feed(series)
+    samples = [x.tolist() for x in feed.samples] or None
     cps = segment(
-        values,
+        feed.values,
         min_effect=min_effect,
         higher_is_better=higher_is_better,
         samples=samples,
         events=series.events,
     )
-    alerts = simulate_online(
-        values,
+    alerts = online_alerts(
+        feed.values,
+        samples,
+        feed.procs,
         min_effect=min_effect,
         higher_is_better=higher_is_better,
-        samples=samples,
         events=series.events,
     )
     return cps, alerts

@@ -33,6 +33,13 @@ def register(subparsers) -> None:
         "--place", metavar="P", help="only cases on this place (cpu, gpu:0; 'gpu' matches every GPU)"
     )
     parser.add_argument("--last", type=positive_int, metavar="N", help="only the latest N results per series")
+    parser.add_argument(
+        "--job",
+        choices=("suite", "compare", "bisect", "night", "all"),
+        default="suite",
+        help="the runs of one job: the suite's (default), or those of `benchmark compare`, `bisect` or "
+        "`night`, whose runs are series of their own; all: every run",
+    )
     add_db(parser)
     parser.set_defaults(func=cmd_history)
 
@@ -40,7 +47,8 @@ def register(subparsers) -> None:
 @command("history")
 def cmd_history(args: argparse.Namespace) -> int:
     with open_history(args.db) as store:
-        rows = store.history(args.pattern, place=args.place, last=args.last)
+        job = None if args.job == "all" else args.job
+        rows = store.history(args.pattern, place=args.place, last=args.last, job=job)
     if not rows:
         raise CommandError(f"no results match {args.pattern!r}" + (f" on {args.place}" if args.place else ""))
     table = [_history_row(r) for r in rows]

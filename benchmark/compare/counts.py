@@ -22,6 +22,7 @@ from benchmark.compare.job import SIDES, CaseState, CountOutcome, Job
 from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions.counting_pass import InstructionPass, default_jobs
+from benchmark.model import Verdict, verdict_words
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.model import Case, CaseResult
@@ -103,7 +104,9 @@ def count_job(
         for i, s in enumerate(todo, 1):
             results = {label: _result(futures[label][s.case.id], s.case) for label in SIDES}
             s.counts = judge_counts(results, *settings(s.case))
-            say(f"compare: instructions {i} of {len(todo)} counted ({s.case.id}: {s.counts.verdict})")
+            say(
+                f"compare: instructions {i} of {len(todo)} counted ({s.case.id}: {verdict_words(s.counts.verdict).ab})"
+            )
     except KeyboardInterrupt:
         job.interrupted = True
         job.instructions["interrupted"] = True
@@ -134,7 +137,7 @@ def count_line(s: CaseState) -> str | None:
     c: CountOutcome | None = s.counts
     if c is None:
         return None
-    head = f"{c.verdict.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
+    head = f"{verdict_words(c.verdict).ab.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
     if c.check is None:
         return f"{head}  instructions: {c.message}"
     d = c.check
@@ -165,7 +168,7 @@ def count_dict(s: CaseState) -> dict[str, Any] | None:
         return None
     d = c.check
     return {
-        "verdict": c.verdict,
+        "verdict": verdict_words(c.verdict).ab,
         "ratio": d.ratio if d else None,
         "noise": d.noise if d else None,
         "median_a": d.median_a if d else None,
@@ -186,7 +189,7 @@ def side_count_result(s: CaseState, label: str) -> CaseResult | None:
     r = c.results[label]
     r.compare = {
         "side": label,
-        "verdict": c.verdict,
+        "verdict": verdict_words(c.verdict).ab,
         "ratio_b_over_a": c.check.ratio if c.check else None,
         "noise": c.check.noise if c.check else None,
         "min_effect": c.min_effect,
@@ -204,7 +207,7 @@ def markdown(job: Job) -> str:
     if not info.get("measured"):
         return "\n".join([*lines, f"Not measured: {info.get('reason')}.", ""])
     verdicts = job.count_verdicts()
-    more, fewer = verdicts.count("slower"), verdicts.count("faster")
+    more, fewer = verdicts.count(Verdict.REGRESSION), verdicts.count(Verdict.IMPROVEMENT)
     lines += [
         f"**B runs more instructions** in {more} of {len(verdicts)} case(s)."
         if more
@@ -218,11 +221,13 @@ def markdown(job: Job) -> str:
             continue
         case = f"`{s.case.id}`"
         if c.check is None:
-            lines.append(f"| {case} | {c.verdict}: {str(c.message).replace('|', '/')} | | | | | |")
+            lines.append(
+                f"| {case} | {verdict_words(c.verdict).ab}: {str(c.message).replace('|', '/')} | | | | | |"
+            )
             continue
         d = c.check
         lines.append(
-            f"| {case} | {d.verdict} | {d.median_a:,.0f} | {d.median_b:,.0f} | {d.ratio:.4f} "
+            f"| {case} | {verdict_words(d.verdict).ab} | {d.median_a:,.0f} | {d.median_b:,.0f} | {d.ratio:.4f} "
             f"({_change(d.ratio)}) | {d.noise:.2%} | {d.min_effect:.0%} |"
         )
     return "\n".join([*lines, ""])

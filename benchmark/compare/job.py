@@ -22,6 +22,7 @@ from benchmark.execution.cores import allowed as allowed_cores
 from benchmark.execution.cores import pin_process
 from benchmark.execution.replies import TrialRecord
 from benchmark.execution.workers import Worker, Workers
+from benchmark.model import Verdict, verdict_words
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.analysis.deterministic import CountComparison
@@ -41,8 +42,6 @@ from benchmark.compare.settings import (  # noqa: F401 (the defaults, read from 
     SIDES,
 )
 
-ERROR, SKIPPED = "error", "skipped"  # the verdicts of a case's counts that are no comparison
-
 
 @dataclasses.dataclass
 class CountOutcome:
@@ -56,10 +55,10 @@ class CountOutcome:
     skipped: bool = False
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         if self.check is not None:
             return self.check.verdict
-        return SKIPPED if self.skipped else ERROR
+        return Verdict.SKIPPED if self.skipped else Verdict.ERROR
 
 
 @dataclasses.dataclass
@@ -84,13 +83,12 @@ class CaseState:
         return self.error is None and self.skipped is None and not (self.decision and self.decision.decided)
 
     @property
-    def verdict(self) -> str:
-
+    def verdict(self) -> Verdict:
         if self.error is not None:
-            return seq.ERROR
+            return Verdict.ERROR
         if self.skipped is not None:
-            return "skipped"
-        return self.decision.verdict if self.decision else seq.INCONCLUSIVE
+            return Verdict.SKIPPED
+        return self.decision.verdict if self.decision else Verdict.INCONCLUSIVE
 
 
 @dataclasses.dataclass
@@ -113,10 +111,10 @@ class Job:
     pairing: str = DEFAULT_PAIRING  # how each pair's two trials ran (PAIRINGS)
     core: int | None = None  # the one core back-to-back pairs ran on (None: unpinned)
 
-    def verdicts(self) -> list[str]:
+    def verdicts(self) -> list[Verdict]:
         return [s.verdict for s in self.states]
 
-    def count_verdicts(self) -> list[str]:
+    def count_verdicts(self) -> list[Verdict]:
         """The instruction verdicts of the counted cases (--instructions)."""
         return [s.counts.verdict for s in self.states if s.counts is not None]
 
@@ -432,7 +430,8 @@ def step_line(job: Job) -> str:
     """One progress line after a step: how many cases are open and what is decided."""
     counts: dict[str, int] = {}
     for s in job.states:
-        counts[s.verdict] = counts.get(s.verdict, 0) + 1
+        word = verdict_words(s.verdict).ab
+        counts[word] = counts.get(word, 0) + 1
     open_ = sum(1 for s in job.states if s.open)
     what = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     return (

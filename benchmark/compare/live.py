@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from benchmark.compare.job import Job, step_line
+from benchmark.model import verdict_words
 from benchmark.report.comparison import interval_level
 from benchmark.units import MISSING, format_ratio_change
 
@@ -44,7 +45,7 @@ def estimates_table(job: Job) -> Table:
         )
         table.add_row(
             f"{s.case.id}",
-            s.error and "error" or s.skipped and "skipped" or s.verdict,
+            verdict_words(s.verdict).ab,
             format_ratio_change(d.ratio) if d is not None else MISSING,
             interval,
             str(len(s.pairs)),

@@ -13,20 +13,20 @@ from benchmark import environment
 from benchmark.analysis import sequential as seq
 from benchmark.compare.counts import count_dict, side_count_result
 from benchmark.compare.job import SIDES, CaseState, Job
-from benchmark.model import CaseResult
+from benchmark.model import CaseResult, Verdict, verdict_words
 from benchmark.records import Stats
 from benchmark.report.comparison import inconclusive_words
 from benchmark.results import summarize_processes
 from benchmark.units import format_ratio_change
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark.model import CaseResult
+    from benchmark.model import CaseResult, Verdict, verdict_words
 
 
 def case_line(s: CaseState) -> str:
     """One printed row: verdict, case, B/A ratio, interval, pairs (and what an inconclusive one needs)."""
 
-    head = f"{s.verdict.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
+    head = f"{verdict_words(s.verdict).ab.upper():<13} {s.case.id} [{s.case.place} {s.case.mode}]"
     d = s.decision
     if s.error is not None:
         return f"{head}  {s.error}"
@@ -40,7 +40,7 @@ def case_line(s: CaseState) -> str:
         f"{head}  B/A {d.ratio:.3f} ({change}), interval [{low}, {high}], "
         f"{len(s.pairs)} pairs, min effect {d.min_effect:.0%}"
     )
-    if d.verdict == seq.INCONCLUSIVE:
+    if d.verdict == Verdict.INCONCLUSIVE:
         text += f": {inconclusive_words(d)}"
     return text
 
@@ -60,7 +60,7 @@ def job_dict(job: Job) -> dict[str, Any]:
                 "case_id": s.case.case_id,
                 "place": s.case.place,
                 "mode": s.case.mode,
-                "verdict": s.verdict,
+                "verdict": verdict_words(s.verdict).ab,
                 "ratio": num(d.ratio) if d else None,
                 "ci_low": num(d.ci_low) if d else None,
                 "ci_high": num(d.ci_high) if d else None,
@@ -112,7 +112,7 @@ def side_result(state: CaseState, label: str) -> CaseResult:
     d = state.decision
     r.compare = {
         "side": label,
-        "verdict": state.verdict,
+        "verdict": verdict_words(state.verdict).ab,
         "ratio_b_over_a": d.ratio if d else None,
         "ci_low": d.ci_low if d else None,
         "ci_high": d.ci_high if d else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,14 +18,14 @@ from benchmark.analysis.adjust import Adjustment, estimate
 from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.events import environment_events
-from benchmark.analysis.history import DEFAULT_PARAMS, latest_pvalue, simulate_online
+from benchmark.analysis.history import DEFAULT_PARAMS, Alert, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.analysis.standing import level_start, level_test, standing_change
 from benchmark.gate.settings import GateSettings
 from benchmark.metrics import get_metric
 from benchmark.model import CaseResult, Decision, Evidence, Series, Verdict
-from benchmark.records import process_probe
-from benchmark.results import bad_timings, process_values
+from benchmark.records import ok_process_values, process_probe
+from benchmark.results import bad_timings
 
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
 # of two runs: a shorter history falls back to an A/B against the previous run.
@@ -75,11 +76,7 @@ def judge_ab(
     decision.ci_low, decision.ci_high = c.ci_low - 1.0, c.ci_high - 1.0
     decision.confidence = c.confidence
     decision.p_value = c.p_value
-    decision.verdict = {
-        "slower": Verdict.REGRESSION,
-        "faster": Verdict.IMPROVEMENT,
-        "same": Verdict.PASS,
-    }.get(c.verdict, Verdict.INCONCLUSIVE)
+    decision.verdict = c.verdict
     decision.evidence_kind = _AB_EVIDENCE.get(c.method, Evidence.NONE)
     if c.method == "processes":
         decision.evidence = (
@@ -98,22 +95,65 @@ def judge_ab(
 def earlier_runs(base: Series | None, s: GateSettings, batch) -> tuple[list, list, list, list]:
     """(run ids, run values, raw samples, process values) of a series' earlier ok runs, oldest
     first, in the metric's units; runs with invalid samples are left out (the caller says so)."""
-    runs, values, samples, procs = [], [], [], []
     if base is None:
-        return runs, values, samples, procs
-    pvs = base.process_values if len(base.process_values) == len(base.run_ids) else [None] * len(base.run_ids)
-    for run, raw, pv in zip(base.run_ids, base.samples, pvs, strict=True):
-        if bad_timings(raw):  # NaN/inf/non-positive samples (older histories): left out, and said
-            continue
-        x = metric_samples(raw, s.metric, batch)
-        p = metric_samples(pv if pv is not None else [], s.metric, batch)
-        v = run_value(p, x)
+        return [], [], [], []
+    feed = detector_feed(base, s.metric, batch)
+    return feed.run_ids, feed.values, feed.samples, feed.procs
+
+
+@dataclass
+class Feed:
+    """What the online history detector is fed for one series, one entry per run, oldest first: the
+    run ids (a CSV's row indices), the run values, raw samples and process values in the metric's
+    units. `benchmark gate`, the trend plots and `benchmark detect` all feed it through
+    `detector_feed` and `online_alerts`, so a plot's alerts come from the gate's inputs."""
+
+    run_ids: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    samples: list[np.ndarray] = field(default_factory=list)
+    procs: list[np.ndarray] = field(default_factory=list)
+
+
+def detector_feed(
+    series: Series, metric: str = "time", batch: int | None = None, *, every_run: bool = False
+) -> Feed:
+    """The detector's inputs of a series. A run's value is the median of its process values, else of
+    its raw samples (`run_value`); a series not read from the store (a CSV of `benchmark detect`)
+    has its values as given. A run with invalid samples (NaN, infinite, not positive: older
+    histories) is left out, or with `every_run` (a plot, one point per run) fed its stored value."""
+    n = len(series)
+    if not series.result_ids:  # not from the store: the values as given, samples where the CSV has them
+        return Feed(list(range(n)), series.values.tolist(), list(series.samples), [np.empty(0)] * n)
+    feed = Feed()
+    raws = series.samples if len(series.samples) == n else [np.empty(0)] * n
+    pvs = series.process_values if len(series.process_values) == n else [np.empty(0)] * n
+    for i, (run, raw, pv) in enumerate(zip(series.run_ids, raws, pvs, strict=True)):
+        bad = bad_timings(raw)
+        x = metric_samples(raw, metric, batch)
+        p = metric_samples(pv, metric, batch)
+        v = None if bad else run_value(p, x)
+        if v is None and every_run:
+            x, p = np.empty(0), np.empty(0)
+            v = (
+                float(metric_samples([series.values[i]], metric, batch)[0])
+                if series.values[i] > 0
+                else math.nan
+            )
         if v is not None:
-            runs.append(run)
-            values.append(v)
-            samples.append(x)
-            procs.append(p)
-    return runs, values, samples, procs
+            feed.run_ids.append(run)
+            feed.values.append(v)
+            feed.samples.append(x)
+            feed.procs.append(p)
+    return feed
+
+
+def online_alerts(values: Sequence[float], samples, procs, *, min_effect: float, higher_is_better: bool,
+                  events: Mapping[int, str] | None) -> list[Alert]:  # fmt: skip
+    """The online detector over run values as the gate runs it: raw samples and each run's process
+    noise set the floor under its between-run noise; `events` are the runs after environment changes."""
+    noise = [process_noise(p) for p in procs]
+    return simulate_online(values, min_effect=min_effect, higher_is_better=higher_is_better, samples=samples,
+                           noise=noise, events=events)  # fmt: skip
 
 
 # A young series' level: at most this many of its earlier runs (as the history detector's level).
@@ -334,7 +374,8 @@ def judge_history(
     events = environment_events([(envs or {}).get(r) for r in ids])
     decision.events = [(ids[i], label) for i, label in sorted(events.items())]
     kw = {"higher_is_better": s.higher_is_better, "samples": samples, "noise": noise}
-    alerts = simulate_online(values, min_effect=s.min_effect, events=events, **kw)
+    alerts = online_alerts(values, samples, [*procs, new_procs][-(s.history_runs + 1) :], min_effect=s.min_effect,
+                           higher_is_better=s.higher_is_better, events=events)  # fmt: skip
     newest = len(values) - 1
     alert = alerts[-1] if alerts and alerts[-1].index == newest else None
     # one-sided, in the direction of the alert (worse when there is none)
@@ -465,16 +506,16 @@ def judge_level(
         f"{m.label} {c.effect:+.2%} against the level (minimum effect {s.min_effect:.1%}, "
         f"noise {c.noise:.2%}, floor {s.noise_floor:.2%})"
     )
-    decision.verdict = Verdict(c.verdict)
+    decision.verdict = c.verdict
     decision.evidence_kind = Evidence.DETERMINISTIC
-    if c.verdict == "regression" and c.standing_since is not None:
+    if c.verdict == Verdict.REGRESSION and c.standing_since is not None:
         since = runs[c.standing_since] if c.standing_since < len(runs) else result.run_id
         decision.change_run_id = since
         decision.reason = (
             f"{m.label} regressed at run {since} and still does: it stands until reverted or "
             f"acknowledged (benchmark ack)"
         )
-    elif c.verdict in ("regression", "improvement"):
+    elif c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
         decision.change_run_id = result.run_id
         decision.reason = f"{m.label} changed at this run"
     elif c.reverted:
@@ -499,7 +540,7 @@ def judge_result(
     raw = result.samples or []
     batch = result.batch_size
     new = metric_samples(raw, s.metric, batch)
-    procs = metric_samples(process_values(result.processes), s.metric, batch)
+    procs = metric_samples(ok_process_values(result.processes), s.metric, batch)
     d.processes = int(procs.size)
     d.value = run_value(procs, new)
     if bad_timings(raw):  # only older histories hold such results: never dropped silently
@@ -513,7 +554,7 @@ def judge_result(
             return
         d.baseline_run_id = baseline
         b_raw = metric_samples(b.samples or [], s.metric, b.batch_size)
-        b_procs = metric_samples(process_values(b.processes), s.metric, b.batch_size)
+        b_procs = metric_samples(ok_process_values(b.processes), s.metric, b.batch_size)
         if s.definition.judge == "level":
             judge_level(d, [baseline], [run_value(b_procs, b_raw)], new, s, result)
             return

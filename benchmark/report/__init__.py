@@ -1,7 +1,7 @@
 """Reports of the history: the judge's decisions and the series, as text, Markdown, HTML and plots.
 
 - :mod:`~benchmark.report.run_rows` -- the decisions of a run as report rows (``compare_run``) and
-  the series' histories with their change points and alerts (``load_series``, ``analyse``);
+  the series' histories with their change points and alerts (``Store.series``, ``analyse``);
 - :mod:`~benchmark.report.text` -- decisions in words (``format_decision``), shared by `benchmark gate`,
   the pytest gate items and the Markdown report; :mod:`~benchmark.report.markdown` -- the PR report;
 - :mod:`~benchmark.report.build` -- what `benchmark plot` and `benchmark report --format md` produce;

@@ -19,7 +19,6 @@ from benchmark.report.run_rows import (
     default_min_effect,
     judged_by_series,
     judged_run_id,
-    load_series,
 )
 
 
@@ -48,7 +47,7 @@ def plot_history(
     """A trend plot per matching series (their history up to `run_id` when given); with `run_id`, also
     the run's A/B chart against `baseline` (default: each series' previous result) and the NVML
     timeline of each of its results that has one. Raises ValueError when nothing matches."""
-    series = load_series(store, list(patterns) or ["*"], place, last=last, run_id=run_id)
+    series = store.series(list(patterns) or ["*"], place, last=last, run_id=run_id)
     series = [s for s in series if len(s.run_ids)]  # a series that never produced a number has no trend
     if not series and run_id is None:
         raise ValueError(f"no series in {store.display_url} matches {' '.join(patterns or ['*'])}")
@@ -101,7 +100,7 @@ def markdown_report(
     where = plots_url
     if out is not None:
         changed = {r.case_id for r in rows if r.regressed or r.improved or r.history}
-        loaded = load_series(store, sorted(changed), run_id=run_id) if changed else []
+        loaded = store.series(sorted(changed), run_id=run_id) if changed else []
         series = [s for s in loaded if s.case_id in changed]
         ab_files = _changed_plots(rows, series, run_id, baseline, Path(out), min_effect, formats, workers)
         where = where or _plots_note(Path(out), len(series), ab_files)

@@ -6,21 +6,23 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from benchmark.analysis import sequential as seq
 from benchmark.analysis.compare import MAX_MORE
+from benchmark.model import Verdict, verdict_words
 from benchmark.report.plots import ab_chart, plain_text, save
 from benchmark.report.run_rows import Row
 from benchmark.units import MISSING, format_ratio_change, format_seconds
 
 VERDICT_MARK = {
-    seq.SLOWER: "🔴 slower",
-    seq.FASTER: "🟢 faster",
-    seq.SAME: "⚪ same",
-    seq.INCONCLUSIVE: "🟠 inconclusive",
-    seq.ERROR: "❌ error",
-    "skipped": "skipped",
+    Verdict.REGRESSION: "🔴 ",
+    Verdict.IMPROVEMENT: "🟢 ",
+    Verdict.PASS: "⚪ ",
+    Verdict.INCONCLUSIVE: "🟠 ",
+    Verdict.ERROR: "❌ ",
 }
-ORDER = {seq.SLOWER: 0, seq.ERROR: 1, seq.FASTER: 2, seq.INCONCLUSIVE: 3, seq.SAME: 4, "skipped": 5}
+ORDER = {
+    Verdict.REGRESSION: 0, Verdict.ERROR: 1, Verdict.IMPROVEMENT: 2, Verdict.INCONCLUSIVE: 3, Verdict.PASS: 4,
+    Verdict.SKIPPED: 5,
+}  # fmt: skip
 
 
 def _cell(text: str) -> str:
@@ -39,8 +41,8 @@ def markdown(job) -> str:
     """The comparison as Markdown: the outcome, both sides, one table row per case (worst first)."""
     a, b = job.sides["A"], job.sides["B"]
     verdicts = job.verdicts()
-    slower = verdicts.count(seq.SLOWER)
-    errors = verdicts.count(seq.ERROR)
+    slower = verdicts.count(Verdict.REGRESSION)
+    errors = verdicts.count(Verdict.ERROR)
     counts = job.count_verdicts()  # --instructions: they set the exit code too, so they lead as well
     in_time = " in time" if counts else ""
     if slower:
@@ -49,7 +51,7 @@ def markdown(job) -> str:
         head = f"**{errors} case(s) could not be measured**; no case is slower{in_time}"
     else:
         head = f"**No case is slower{in_time}** ({len(verdicts)} case(s))"
-    more = counts.count(seq.SLOWER)
+    more = counts.count(Verdict.REGRESSION)
     if more:
         head += f"; **B runs more instructions** in {more} of {len(counts)} counted case(s)"
     elif counts:
@@ -90,11 +92,11 @@ def markdown(job) -> str:
         note = ""
         if s.error or s.skipped:
             note = f" ({_cell(s.error or s.skipped)[:200]})"
-        elif d is not None and d.verdict == seq.INCONCLUSIVE and ok:
+        elif d is not None and d.verdict == Verdict.INCONCLUSIVE and ok:
             note = f" ({_cell(inconclusive_words(d))})"
         lines.append(
             "| {v} | `{case}`{note} | {place} {mode} | {a} | {b} | {r} | {i} | {n} |".format(
-                v=VERDICT_MARK.get(s.verdict, s.verdict),
+                v=VERDICT_MARK.get(s.verdict, "") + verdict_words(s.verdict).ab,
                 case=s.case.case_id,
                 note=note,
                 place=s.case.place,

@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.model import CaseResult, Series
-from benchmark.records import RunRecord
+from benchmark.records import SIDE_JOBS, RunRecord
 from benchmark.report import jobs, night, pages
 from benchmark.report.htmlkit import Entry
 from benchmark.report.parallel import parallel_map
@@ -33,7 +33,6 @@ from benchmark.report.run_rows import (
     judged_by_series,
     judged_run_id,
     latest_complete,
-    load_series,
     series_min_effect,
 )
 
@@ -116,7 +115,7 @@ def build_dashboard(
     min_effect = default_min_effect() if min_effect is None else min_effect
     timings: dict[str, float] = {}
     with _timed(timings, "load"):
-        series = load_series(store, patterns, place)
+        series = store.series(patterns, place)
         if not series:
             raise ValueError(f"no series in {store.display_url} matches {' '.join(patterns)}")
     with _timed(timings, "analyse"):
@@ -233,7 +232,10 @@ def _write_pages(
     }
     (out / "index.html").write_text(
         pages.index_html(
-            entries, meta, pages.run_section(run, rows, ab_files, out, partial) + night.html(_night_of(run))
+            entries,
+            meta,
+            pages.run_section(run, rows, ab_files, out, partial) + night.html(_night_of(run)),
+            pages.jobs_section(store.runs(None, jobs=SIDE_JOBS)),
         ),
         encoding="utf-8",
     )

@@ -14,7 +14,7 @@ from benchmark.metrics import METRICS, TIME
 
 
 class KnownMetrics:
-    """`store` read through: `results`, `history` and `baselines` leave out the results whose
+    """`store` read through: `results`, `history`, `series` and `baselines` leave out the results whose
     metric is not in :data:`benchmark.metrics.METRICS`; everything else is the store's own."""
 
     def __init__(self, store: Any):
@@ -37,6 +37,9 @@ class KnownMetrics:
 
     def history(self, *args: Any, **kwargs: Any) -> list:
         return [p for p in self._store.history(*args, **kwargs) if self._known(p)]
+
+    def series(self, *args: Any, **kwargs: Any) -> list:
+        return [s for s in self._store.series(*args, **kwargs) if self._known(s)]
 
     def baselines(self, *args: Any, **kwargs: Any) -> dict:
         return {k: s for k, s in self._store.baselines(*args, **kwargs).items() if self._known(k)}

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmark.metrics import CONFIDENCE, intervals_line
+from benchmark.model import verdict_words
 from benchmark.records import RunRecord
 from benchmark.report import text as words
 from benchmark.report.run_rows import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
@@ -138,7 +139,7 @@ def _history_table(rows: list[Row]) -> str:
         return "_No series raised an alert on its history at this run._"
     lines = [
         [code(r.case_id), text(r.place), text(r.mode), text(r.history), pct(1 + r.history_magnitude),
-         f"run {r.history_change_run_id}" if r.history_change_run_id is not None else "-", text(r.verdict)]
+         f"run {r.history_change_run_id}" if r.history_change_run_id is not None else "-", text(verdict_words(r.verdict).ab)]
         for r in flagged
     ]  # fmt: skip
     header = ["case", "place", "mode", "direction", "level change", "new level since", "A/B verdict"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.metrics import CONFIDENCE, intervals_line
-from benchmark.records import RunRecord
+from benchmark.records import RunRecord, job_of
 from benchmark.report import text as words
 from benchmark.report.htmlkit import (
     FILTER_JS,
@@ -110,7 +110,27 @@ def _which_run(run: RunRecord, partial: Sequence[RunRecord]) -> str:
     return f'<p class="note which-run">Run {e(run.id)}, the latest complete run; {e(later)}.</p>'
 
 
-def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> str:
+def jobs_section(runs: list[RunRecord]) -> str:
+    """The runs of the side jobs (`benchmark compare`, `bisect`, `night`), one table per job, apart
+    from the suite's series above them; "" when the history has none."""
+    by_job: dict[str, list[RunRecord]] = {}
+    for r in runs:
+        by_job.setdefault(job_of(r.trigger), []).append(r)
+    tables = "".join(
+        f"<h3>{e(job)}</h3><table><thead><tr><th>Run</th><th>Started</th><th>Machine</th><th>Commit</th>"
+        '<th class="num">Results</th><th>Note</th></tr></thead><tbody>'
+        + "".join(
+            f"<tr><td>{e(r.id)}</td><td>{e(r.started_at.strftime('%Y-%m-%d %H:%M'))}</td><td>{e(r.machine)}</td>"
+            f'<td>{e(short_commit(r.git_commit))}</td><td class="num">{e(r.results)}</td><td>{e(r.note or "")}</td></tr>'
+            for r in job_runs
+        )
+        + "</tbody></table>"
+        for job, job_runs in sorted(by_job.items())
+    )
+    return f'<section id="jobs"><h2>Jobs</h2>{tables}</section>' if tables else ""
+
+
+def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str, jobs: str = "") -> str:
     """The index: the judged run, the tally, the filters and one row per series; the series whose
     case was skipped in the run (GPU cases on a CPU machine) get a short section at the end."""
     skipped = [en for en in entries if en.analysis.status == "skipped"]
@@ -140,7 +160,7 @@ def index_html(entries: list[Entry], meta: dict[str, Any], run_section: str) -> 
         f'<h1>Benchmark history</h1><div class="meta">{len(entries)} series{_not_run_count(skipped)} · '
         f"{e(intervals_line())} · history {e(meta['db'])} · generated {e(meta['generated'])}</div>"
     )
-    body = f'{run_section}<div class="summary">{tally}</div>{filters}{table}{_not_run(skipped)}'
+    body = f'{run_section}<div class="summary">{tally}</div>{filters}{table}{_not_run(skipped)}{jobs}'
     return page("Benchmark history", header, body, FILTER_JS)
 
 

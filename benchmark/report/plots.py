@@ -26,16 +26,20 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from benchmark.metrics import CONFIDENCE  # noqa: E402
-from benchmark.model import CaseResult  # noqa: E402
+from benchmark.model import (  # noqa: E402
+    CaseResult,  # noqa: E402
+    Verdict,
+    verdict_words,
+)
 from benchmark.report.run_rows import Row  # noqa: E402
 from benchmark.text import safe_text  # noqa: E402
 
 RATE_PREFIXES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 VERDICT_COLORS = {
-    "slower": "#c62828",
-    "faster": "#2e7d32",
-    "same": "#607d8b",
-    "inconclusive": "#ef8f00",
+    Verdict.REGRESSION: "#c62828",
+    Verdict.IMPROVEMENT: "#2e7d32",
+    Verdict.PASS: "#607d8b",
+    Verdict.INCONCLUSIVE: "#ef8f00",
 }
 REGRESSION_COLOR, IMPROVEMENT_COLOR = "#c62828", "#2e7d32"
 AB_ROW_INCHES = 0.2
@@ -204,7 +208,8 @@ def _widest(fig: Figure, labels: Sequence[str], fontsize: float) -> float:
     return widest * 1.03
 
 
-def _draw_verdict(ax, rows: list[Row], y: np.ndarray, verdict: str, color: str) -> None:
+def _draw_verdict(ax, rows: list[Row], y: np.ndarray, verdict: Verdict, color: str) -> None:
+    word = verdict_words(verdict).ab
     mid = _pct(r.ratio for r in rows)
     lo = _pct(r.ci_low for r in rows)
     hi = _pct(r.ci_high for r in rows)
@@ -219,10 +224,10 @@ def _draw_verdict(ax, rows: list[Row], y: np.ndarray, verdict: str, color: str) 
         ecolor=color,
         elinewidth=1.6,
         capsize=2,
-        label=f"{verdict} ({len(rows)})",
+        label=f"{word} ({len(rows)})",
         zorder=3,
     )
-    container.lines[0].set_gid(f"verdict-{verdict}")
+    container.lines[0].set_gid(f"verdict-{word}")
 
 
 def _draw_equivalence(ax, data: list[Row]) -> None:

@@ -2,8 +2,8 @@
 
 * :func:`compare_run`: the one judge's decisions on a run (:func:`benchmark.gate.judge`) as report
   rows, so the reports, the dashboard badges and `benchmark gate` never disagree.
-* :func:`load_series`, :func:`analyse`: the per-run medians of each series, its change points, the
-  alerts the online detector would have raised, and its status. The method: docs/detection.md.
+* :func:`analyse`: a series' change points (`Store.series` reads it), the alerts the online detector
+  would have raised, fed as the gate feeds it, and its status. The method: docs/detection.md.
 
 Everything returned is plain, picklable data, so plots can be rendered in worker processes.
 """
@@ -19,11 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.analysis.events import environment_events
-from benchmark.analysis.history import Alert, simulate_online
+from benchmark.analysis.history import Alert
 from benchmark.analysis.segmentation import ChangePoint, segment
-from benchmark.analysis.summary import median_ci, process_level_ci
 from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_compare
+from benchmark.gate.series import detector_feed, online_alerts
 from benchmark.gate.settings import (
     DEFAULT_GATES_PATH,
     GateDefaults,
@@ -33,8 +32,8 @@ from benchmark.gate.settings import (
     with_min_effect,
 )
 from benchmark.metrics import CONFIDENCE, TIME
-from benchmark.model import FAILING, Evidence, Series, Verdict
-from benchmark.records import HistoryPoint, RunRecord, process_probe
+from benchmark.model import FAILING, Evidence, Series, Verdict, verdict_words
+from benchmark.records import RunRecord
 from benchmark.report import text as words
 
 # The gate's built-in defaults (benchmark/gate/settings.py); configs/gates.yaml's are read when it exists.
@@ -44,9 +43,7 @@ RECENT_RUNS = 7  # an alert this many runs old or newer sets a series' status
 MIN_RUNS_TO_TEST = 8  # the online gate's `min_history`
 FLOOR_RUNS = 30  # runs whose raw samples set the noise floor of the history analysis
 
-REGRESSION, IMPROVEMENT = "regression", "improvement"
-A_B_VERDICTS = ("slower", "faster", "inconclusive", "same")
-ERROR_STATUSES = ("failed", "error", "wrong")
+ERROR_STATUSES = (Verdict.FAILED, Verdict.ERROR, Verdict.WRONG)
 STATUS_ORDER = (
     "wrong",
     "regression",
@@ -85,10 +82,9 @@ class Row:
     place: str
     mode: str
     config_hash: str
-    verdict: str
-    """The A/B chart's words for the judge's verdict (``judged``; shared with `benchmark compare`'s
-    chart): slower, faster, same, inconclusive; new (no baseline); failed, error, skipped (no
-    number). Decisions read ``judged``."""
+    verdict: Verdict
+    """The judge's verdict (benchmark.gate.judge): what the gate, the badge and the reports say (the
+    A/B chart words it slower, faster, same: `benchmark.model.VERDICT_WORDS`)."""
     unit: str = "s"
     new_median: float | None = None
     # The new run's value adjusted by the reference probe where the judge used it; then the
@@ -113,8 +109,6 @@ class Row:
     metric: str = TIME
     """The stored metric of the row's series: time (gated as time or throughput), instructions
     (--bench-instructions), ... (benchmark/metrics.py)."""
-    judged: Verdict = Verdict.PASS
-    """The judge's verdict (benchmark.gate.judge): what the gate, the badge and the reports say."""
     evidence_kind: Evidence = Evidence.NONE
     """Where the judge's evidence came from."""
     processes: int = 0
@@ -126,11 +120,11 @@ class Row:
 
     @property
     def regressed(self) -> bool:
-        return self.verdict == "slower"
+        return self.verdict == Verdict.REGRESSION
 
     @property
     def improved(self) -> bool:
-        return self.verdict == "faster"
+        return self.verdict == Verdict.IMPROVEMENT
 
     @property
     def label(self) -> str:
@@ -138,17 +132,11 @@ class Row:
         return f"{self.case_id} [{self.place}, {self.mode}{metric}]"
 
 
-def _finite(values: Sequence[float] | np.ndarray | None) -> np.ndarray:
-    x = np.asarray(values if values is not None else [], dtype=float).ravel()
-    return x[np.isfinite(x)]
-
-
 BASELINE_TEXT = (
     "the history of each series on the same machine (same case, config, place, mode): the online detector "
     "over its run values, or an A/B against its previous run (worker processes as the unit) while it has "
     "fewer than 12 runs; FDR-controlled across the run"
 )
-_VERDICTS = {"regression": "slower", "improvement": "faster", "pass": "same"}
 
 
 def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
@@ -160,7 +148,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
         place=d.place,
         mode=d.mode,
         config_hash=d.config_hash,
-        verdict=_VERDICTS.get(d.verdict, d.verdict),
+        verdict=d.verdict,
         unit=d.unit,
         new_median=d.value,
         adjusted_median=d.adjusted_value,
@@ -182,12 +170,11 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
             )
             if x
         ),  # fmt: skip
-        message=d.reason if d.verdict in ("failed", "error", "wrong", "skipped") else None,
+        message=d.reason if d.verdict in (*ERROR_STATUSES, Verdict.SKIPPED) else None,
         history=d.verdict if alerted else None,
         history_magnitude=d.effect if alerted else math.nan,
         history_change_run_id=d.change_run_id if alerted else None,
         metric=d.series_metric,
-        judged=d.verdict,
         evidence_kind=d.evidence_kind,
         processes=d.processes,
         events=list(d.events),
@@ -227,44 +214,30 @@ def compare_run(
 def counts(rows: Iterable[Row]) -> dict[str, int]:
     """cases, regressions, improvements, inconclusive, pass, new, errors, skipped."""
     rows = list(rows)
-    by = {v: sum(r.verdict == v for r in rows) for v in (*A_B_VERDICTS, "new", "skipped")}
+    by = {v: sum(r.verdict == v for r in rows) for v in Verdict}
     return {
         "cases": len(rows),
-        "regressions": by["slower"],
-        "improvements": by["faster"],
-        "inconclusive": by["inconclusive"],
-        "pass": by["same"],  # the gate's word for it, in every view
-        "new": by["new"],
-        "errors": sum(r.verdict in ERROR_STATUSES for r in rows),
-        "skipped": by["skipped"],
-        "history_alerts": sum(r.history == REGRESSION for r in rows),
+        "regressions": by[Verdict.REGRESSION],
+        "improvements": by[Verdict.IMPROVEMENT],
+        "inconclusive": by[Verdict.INCONCLUSIVE],
+        "pass": by[Verdict.PASS],
+        "new": by[Verdict.NEW],
+        "errors": sum(by[v] for v in ERROR_STATUSES),
+        "skipped": by[Verdict.SKIPPED],
+        "history_alerts": sum(r.history == Verdict.REGRESSION for r in rows),
     }
 
 
 def gate_passed(rows: Iterable[Row]) -> bool:
     """The gate, as the judge decided it: no case regressed, errored or failed its checks."""
-    return not any(r.judged in FAILING for r in rows)
+    return not any(r.verdict in FAILING for r in rows)
 
 
 def run_notice(rows: Iterable[Row], baseline: int | None = None) -> str | None:
     """The judge's notice for a run with nothing to compare yet (see benchmark.gate.judge), or None."""
-    return nothing_to_compare((r.judged for r in rows), baseline)
+    return nothing_to_compare((r.verdict for r in rows), baseline)
 
 
-# The dashboard badge of a series with a result in the judged run: the judge's verdict, in the
-# dashboard's status words.
-JUDGED_STATUS = {
-    Verdict.REGRESSION: "regression",
-    Verdict.IMPROVEMENT: "improvement",
-    Verdict.PASS: "pass",
-    Verdict.INCONCLUSIVE: "inconclusive",
-    Verdict.NEW: "new",
-    Verdict.FAILED: "error",
-    Verdict.WRONG: "wrong",
-    Verdict.ERROR: "error",
-    Verdict.SKIPPED: "skipped",
-    Verdict.NOT_REPRODUCED: "not reproduced",
-}
 NOT_IN_RUN = "not in run"
 
 
@@ -273,7 +246,7 @@ class Judged:
     """What the judge said about one series in the judged run, in the words every view shows."""
 
     status: str
-    """The dashboard's status word for the verdict (``JUDGED_STATUS``)."""
+    """The dashboard's status word for the verdict (`benchmark.model.VERDICT_WORDS`)."""
     effect: str = ""
     """The effect with its interval, as `benchmark gate` prints it (``+4.8% (+2.1% .. +7.6%)``);
     "" where the verdict has no number (new, skipped, error)."""
@@ -292,7 +265,7 @@ def judged_by_series(rows: Iterable[Row], machine: str) -> dict[tuple, Judged]:
         )
         if effect and r.adjusted_median is not None:  # as `benchmark gate` marks it
             effect = f"probe-adjusted {effect}"
-        judged = Judged(JUDGED_STATUS.get(r.judged, NOT_IN_RUN), effect, r.reason or (r.message or ""))
+        judged = Judged(verdict_words(r.verdict).status, effect, r.reason or (r.message or ""))
         out[key if r.metric == TIME else (*key, r.metric)] = judged
     return out
 
@@ -359,145 +332,36 @@ class SeriesAnalysis:
         return dataclasses.replace(self, status=judged.status if judged else NOT_IN_RUN, judged=judged)
 
 
-def _ts(value: Any) -> float:
-    return value.timestamp() if hasattr(value, "timestamp") else float(value)
-
-
-def _series_from_rows(points: list[HistoryPoint]) -> Series:
-    first = points[0]
-    ok = [p for p in points if p.status == "ok" and p.median is not None]
-    s = Series(
-        key=first.key,
-        name=first.name or first.case_id,
-        machine=first.machine or "",
-        series_id=first.series_id or 0,
-        unit=(ok[-1].unit if ok else first.unit) or "s",
-        run_ids=[p.run_id for p in ok],
-        result_ids=[p.result_id for p in ok],
-        times=[_ts(p.started_at) for p in ok],
-        commits=[p.git_commit for p in ok],
-        values=np.array([p.median for p in ok], dtype=float),
-        ci_low=np.array([run_interval(p)[0] for p in ok], dtype=float),
-        ci_high=np.array([run_interval(p)[1] for p in ok], dtype=float),
-        rounds=[int(p.rounds or 0) for p in ok],
-        throughput=np.array([np.nan if p.throughput is None else p.throughput for p in ok], dtype=float),
-        throughput_unit=next((p.throughput_unit for p in reversed(ok) if p.throughput_unit), None),
-    )
-    if ok and ok[0].samples is not None:
-        s.samples = [_finite(p.samples) for p in ok]
-    if ok and ok[0].processes is not None:
-        s.process_values = [
-            _finite([v.value for v in p.processes or () if v.status == "ok" and v.value is not None])
-            for p in ok
-        ]
-        s.probes = np.array([process_probe(p.processes) or math.nan for p in ok], dtype=float)
-    # Environment changes between consecutive runs (driver, kernel, Python): events on the series.
-    s.events = environment_events([p.machine_env for p in ok])
-    s.others = [
-        {
-            "run_id": p.run_id,
-            "time": _ts(p.started_at),
-            "commit": p.git_commit,
-            "status": p.status,
-            "message": p.message,
-        }
-        for p in points
-        if p.status != "ok" or p.median is None
-    ]
-    return s
-
-
-def run_interval(p: HistoryPoint) -> tuple[float, float]:
-    """The interval of a run's level at `CONFIDENCE`, the one level of every view: from its process
-    values (2 or more) or its rounds where the point has them, else as stored when stored at that
-    level; NaNs otherwise (an older run's 95% interval is not shown as a 98% one)."""
-    values = [v.value for v in p.processes or () if v.status == "ok" and v.value is not None]
-    if len(values) >= 2:
-        return process_level_ci(values, CONFIDENCE)
-    samples = _finite(p.samples)
-    if samples.size:
-        return median_ci(samples.tolist(), CONFIDENCE)
-    if p.stats.confidence == CONFIDENCE and p.stats.ci_low is not None and p.stats.ci_high is not None:
-        return p.stats.ci_low, p.stats.ci_high
-    return math.nan, math.nan
-
-
-def series_from_history(points: Iterable[HistoryPoint]) -> list[Series]:
-    """Group `Store.history` points (ordered by series, then time) into series."""
-    groups: dict[tuple, list[HistoryPoint]] = {}
-    for p in points:
-        groups.setdefault((*p.key, p.machine), []).append(p)
-    return [_series_from_rows(g) for g in groups.values()]
-
-
-def load_series(
-    store,
-    patterns: Sequence[str] = ("*",),
-    place: str | None = None,
-    *,
-    last: int | None = None,
-    with_samples: bool = True,
-    run_id: int | None = None,
-) -> list[Series]:
-    """Every series whose case id matches one of `patterns` (globs or substrings).
-
-    With `run_id`, only the series that have a result in that run, and only their history up to it.
-    """
-    seen: dict[tuple, Series] = {}
-    for pattern in patterns or ("*",):
-        for s in series_from_history(store.history(pattern, place, last, with_samples=with_samples)):
-            seen.setdefault(s.report_key, s)
-    series = list(seen.values())
-    if run_id is not None:
-        series = [_upto(s, run_id) for s in series if run_id in s.run_ids or _other_in(s, run_id)]
-    return series
-
-
-def _other_in(s: Series, run_id: int) -> bool:
-    return any(o["run_id"] == run_id for o in s.others)
-
-
-def _upto(s: Series, run_id: int) -> Series:
-    """The series cut after the result of `run_id`."""
-    if run_id in s.run_ids:
-        end = s.run_ids.index(run_id) + 1
-    else:
-        t = next(o["time"] for o in s.others if o["run_id"] == run_id)
-        end = int(np.searchsorted(np.asarray(s.times), t, side="right"))
-    cut = s.head(end)
-    limit = s.times[end - 1] if end else -math.inf
-    cut.others = [o for o in s.others if o["time"] <= limit or o["run_id"] == run_id]
-    return cut
-
-
 def analyse(
     series: Series, *, min_effect: float = DEFAULT_MIN_EFFECT, recent: int = RECENT_RUNS
 ) -> SeriesAnalysis:
-    """Offline change points, online alerts and the status of one series."""
+    """Offline change points, online alerts and the status of one series: the detector fed as the
+    gate feeds it (`benchmark.gate.series.detector_feed`, one value per run)."""
     values = series.values
     n = values.size
-    usable = n >= 4 and bool(np.all(np.isfinite(values)))
-    samples = _floor_samples(series)
+    feed = detector_feed(series, series.metric, every_run=True)
+    usable = n >= 4 and bool(np.all(np.isfinite(feed.values)))
+    samples = _floor_samples(feed.samples)
     events = series.events or None
-    runs = values.tolist()  # plain floats, as the analysis functions are typed
-    cps = segment(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
-    alerts = simulate_online(runs, min_effect=min_effect, samples=samples, events=events) if usable else []
+    kw: dict[str, Any] = {"min_effect": min_effect, "higher_is_better": False, "events": events}
+    cps = segment(feed.values, samples=samples, **kw) if usable else []
+    alerts = online_alerts(feed.values, samples, feed.procs, **kw) if usable else []
     status, alert = _status(series, alerts, recent)
     return SeriesAnalysis(change_points=cps, alerts=alerts, status=status, alert=alert)
 
 
-def _floor_samples(series: Series, last: int = FLOOR_RUNS) -> list | None:
-    """Raw samples of the last `last` runs only (None for the others).
+def _floor_samples(samples: list[np.ndarray], last: int = FLOOR_RUNS) -> list | None:
+    """Raw samples of the last `last` runs only (None for the others; None without samples).
 
     The analysis uses raw samples only for a floor under the between-run noise: the median of the
     per-run standard errors. The latest runs estimate it as well as all of them, at a quarter of
     the cost on a 365-run history.
     """
-    n = len(series)
-    if len(series.samples) != n:
+    n = len(samples)
+    if not any(x.size for x in samples):
         return None
     keep = min(n, last)
-    return [None] * (n - keep) + list(series.samples[n - keep :])
+    return [None] * (n - keep) + list(samples[n - keep :])
 
 
 def _status(series: Series, alerts: list[Alert], recent: int) -> tuple[str, Alert | None]:

@@ -15,7 +15,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from benchmark.analysis.adjust import estimate
 from benchmark.metrics import CONFIDENCE, TIME, get_metric, views_of
-from benchmark.model import Series
+from benchmark.model import Series, Verdict
 from benchmark.report.plots import (
     IMPROVEMENT_COLOR,
     REGRESSION_COLOR,
@@ -24,7 +24,7 @@ from benchmark.report.plots import (
     short,
     title_of,
 )
-from benchmark.report.run_rows import IMPROVEMENT, SeriesAnalysis, analyse
+from benchmark.report.run_rows import SeriesAnalysis, analyse
 from benchmark.units import time_scale
 
 MEDIAN_COLOR, BAND_COLOR, SAMPLE_COLOR, PROCESS_COLOR = "#1f4e9c", "#8fb3e8", "#6b6b6b", "#d9822b"
@@ -170,7 +170,7 @@ def _draw_change_points(ax, analysis: SeriesAnalysis, n: int, start: int = 0) ->
     for cp in analysis.change_points:
         if cp.index <= start:
             continue
-        color = IMPROVEMENT_COLOR if cp.direction == IMPROVEMENT else REGRESSION_COLOR
+        color = IMPROVEMENT_COLOR if cp.direction == Verdict.IMPROVEMENT else REGRESSION_COLOR
         label = None if cp.direction in labelled else f"change point ({cp.direction})"
         labelled.add(cp.direction)
         line = ax.axvline(cp.index - 0.5, color=color, ls="--", lw=1.3, alpha=0.9, zorder=3, label=label)
@@ -213,13 +213,13 @@ def _draw_alerts(ax, med: np.ndarray, analysis: SeriesAnalysis, start: int = 0) 
     """Diamonds on the runs where the online gate fired: filled, or hollow when it reverted."""
     alerts = [a for a in analysis.alerts if a.index >= start]
     for reverted in (False, True):
-        for direction in ("regression", IMPROVEMENT):
+        for direction in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
             group = [
                 a for a in alerts if (a.reverted_at is not None) == reverted and a.direction == direction
             ]
             if not group:
                 continue
-            color = IMPROVEMENT_COLOR if direction == IMPROVEMENT else REGRESSION_COLOR
+            color = IMPROVEMENT_COLOR if direction == Verdict.IMPROVEMENT else REGRESSION_COLOR
             label = f"gate alert ({direction}{', reverted' if reverted else ''})"
             sc = ax.scatter(
                 [a.index for a in group],

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
 from benchmark.model import Series
-from benchmark.records import ProcessValue
+from benchmark.records import SIDE_JOBS, SUITE, ProcessValue
 from benchmark.store.models import (
     CASE,
     MACHINE,
@@ -27,6 +27,7 @@ from benchmark.store.models import (
     decode_samples,
 )
 from benchmark.store.rows import STAT_COLUMNS, process_value
+from benchmark.store.series import per_run_processes
 
 # Statuses of the runs baselines are taken from, unless a caller asks for others.
 BASELINE_RUN_STATUSES = ("complete",)
@@ -90,7 +91,8 @@ def matching_cases(conn: Connection, pattern: str) -> list[int]:
     return [pk for pk, case_id in rows if pattern in case_id]
 
 
-def history_query(cases: list[int], place: str | None, last: int | None, with_samples: bool):
+def history_query(cases: list[int], place: str | None, last: int | None, with_samples: bool, job: str | None):
+    """The results of these cases' series (at `place`), of the runs of `job` (None: every job)."""
     columns = [
         RESULT.c.id.label("result_id"),
         RESULT.c.run_id,
@@ -105,6 +107,7 @@ def history_query(cases: list[int], place: str | None, last: int | None, with_sa
         MACHINE.c.fingerprint.label("machine"),
         RUN.c.git_commit,
         RUN.c.git_branch,
+        RUN.c.trigger,
         RUN.c.extra["machine_env"].label("machine_env"),  # drivers, kernel, Python of the run
         RESULT.c.status,
         RESULT.c.message,
@@ -133,6 +136,10 @@ def history_query(cases: list[int], place: str | None, last: int | None, with_sa
         query = query.where(
             sa.or_(SERIES.c.place == place, SERIES.c.place.startswith(f"{place}:", autoescape=True))
         )
+    if job == SUITE:
+        query = query.where(RUN.c.trigger.is_(None) | RUN.c.trigger.notin_(SIDE_JOBS))
+    elif job is not None:
+        query = query.where(RUN.c.trigger == job)
     if last:
         sub = query.subquery()
         query = sa.select(sub).where(sub.c.rn <= last)
@@ -276,26 +283,20 @@ def fill_commits(conn: Connection, baselines: Iterable[Series]) -> None:
 
 
 def fill_process_values(conn: Connection, baselines: Iterable[Series]) -> None:
-    """Each series' `process_values` (its ok trials' values, in trial order) and `probes` (the
-    median reference-probe figure of those trials, NaN where none has one)."""
+    """Each series' `process_values` and `probes`, by the rule every reader uses
+    (`benchmark.store.series.per_run_processes`); only the columns that rule reads are fetched."""
     baselines = list(baselines)
     result_ids = [r for b in baselines for r in b.result_ids]
-    values: dict[int, list[float]] = {}
-    probes: dict[int, list[float]] = {}
+    processes: dict[int, list[ProcessValue]] = {}
     for start in range(0, len(result_ids), 10_000):
         chunk = result_ids[start : start + 10_000]
         query = (
-            sa.select(PROCESS.c.result_id, PROCESS.c.value, PROCESS.c.probe_s)
-            .where(PROCESS.c.result_id.in_(chunk), PROCESS.c.status == "ok")
+            sa.select(PROCESS.c.result_id, PROCESS.c.status, PROCESS.c.value, PROCESS.c.probe_s)
+            .where(PROCESS.c.result_id.in_(chunk))
             .order_by(PROCESS.c.result_id, PROCESS.c.trial_order, PROCESS.c.id)
         )
-        for rid, value, probe in conn.execute(query).all():
-            if value is not None:
-                values.setdefault(rid, []).append(value)
-            if probe is not None and probe > 0:
-                probes.setdefault(rid, []).append(probe)
+        for rid, status, value, probe in conn.execute(query).all():
+            entry = ProcessValue(index=0, pid=None, order=0, status=status, value=value, probe_s=probe)
+            processes.setdefault(rid, []).append(entry)
     for baseline in baselines:
-        baseline.process_values = [np.asarray(values.get(r, []), dtype=float) for r in baseline.result_ids]
-        baseline.probes = np.array(
-            [float(np.median(probes[r])) if r in probes else np.nan for r in baseline.result_ids], dtype=float
-        )
+        baseline.process_values, baseline.probes = per_run_processes(baseline.result_ids, processes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 
 from benchmark.analysis.events import run_environment
 from benchmark.model import Acknowledgement, CaseResult, Series, SeriesKey
-from benchmark.records import HistoryPoint, ProcessValue, RunRecord, Stats
+from benchmark.records import SIDE_JOBS, SUITE, HistoryPoint, ProcessValue, RunRecord, Stats, job_of
 from benchmark.store.engine import StoreError, error_reason, shown
 from benchmark.store.models import (
     ACKNOWLEDGEMENT,
@@ -44,6 +44,7 @@ from benchmark.store.queries import (
     targets_query,
 )
 from benchmark.store.rows import STAT_COLUMNS, case_result_dict, utcnow
+from benchmark.store.series import series_from_points, upto
 
 # The run row's columns a `RunRecord` takes as they are.
 RUN_FIELDS = (
@@ -64,9 +65,9 @@ DEFAULT_STALE_AFTER_S = 3600.0
 LEASE_FACTOR = 4.0
 
 
-# Runs that are not runs of the suite: the sides of `benchmark compare` and `benchmark bisect`, and
-# imported files. "latest" never means one of them (address them by --run ID or --run-group).
-NOT_SUITE_TRIGGERS = ("compare", "bisect", "import")
+# Runs that are not runs of the suite: those of the side jobs (`benchmark compare`, `bisect`, `night`)
+# and imported files. "latest" never means one of them (address them by --run ID or --run-group).
+NOT_SUITE_TRIGGERS = (*SIDE_JOBS, "import")
 
 
 class StoreReads:
@@ -111,9 +112,10 @@ class StoreReads:
         found = self._run_records(RUN.c.id == run_id, None)
         return found[0] if found else None
 
-    def runs(self, limit: int | None = 20) -> list[RunRecord]:
-        """The latest runs, newest first, each as `run` gives it."""
-        return self._run_records(None, limit)
+    def runs(self, limit: int | None = 20, *, jobs: Sequence[str] | None = None) -> list[RunRecord]:
+        """The latest runs, newest first, each as `run` gives it; with `jobs`, only the runs of those
+        side jobs ("compare", "bisect", "night": `benchmark.records.SIDE_JOBS`)."""
+        return self._run_records(None if jobs is None else RUN.c.trigger.in_(list(jobs)), limit)
 
     def _run_records(self, where: Any, limit: int | None) -> list[RunRecord]:
         query = (
@@ -249,6 +251,7 @@ class StoreReads:
         last: int | None = None,
         *,
         with_samples: bool = False,
+        job: str | None = SUITE,
     ) -> list[HistoryPoint]:
         """Results of every series whose case id matches `pattern`, oldest first per series.
 
@@ -256,18 +259,45 @@ class StoreReads:
         id. `place` matches a place exactly, or every device of a kind ("gpu" matches "gpu:0"). `last`
         keeps the latest N results per series. Each point carries its run's time, commit and machine
         fingerprint and its summary statistics; raw samples (float64 arrays) and the per-process
-        entries (`processes`) only `with_samples`.
+        entries (`processes`) only `with_samples`. `job` keeps the runs of one job: the suite's
+        (default), "compare", "bisect" or "night" (`benchmark.records.JOBS`); None: every run.
         """
         with self._read() as conn:
             cases = matching_cases(conn, pattern)
             if not cases:
                 return []
-            query = history_query(cases, place, last, with_samples)
+            query = history_query(cases, place, last, with_samples, job)
             rows = conn.execute(query).mappings().all()
             processes = processes_by_result(conn, [r["result_id"] for r in rows]) if with_samples else {}
         return [
             _history_point(row, processes.get(row["result_id"], []) if with_samples else None) for row in rows
         ]
+
+    def series(
+        self,
+        patterns: Sequence[str] = ("*",),
+        place: str | None = None,
+        *,
+        last: int | None = None,
+        with_samples: bool = True,
+        job: str | None = SUITE,
+        run_id: int | None = None,
+    ) -> list[Series]:
+        """The complete series of every case id matching one of `patterns` (as `history`): per run
+        its value, raw samples and process values and probe figure (`with_samples`), commit, time,
+        environment events, and the results without a number (`others`); each series once, by its
+        `report_key`. `job` as in `history` (default: the suite's runs only). With `run_id`, only
+        the series with a result in that run, each cut after it.
+        """
+        seen: dict[tuple, Series] = {}
+        for pattern in patterns or ("*",):
+            for s in series_from_points(
+                self.history(pattern, place, last, with_samples=with_samples, job=job)
+            ):
+                seen.setdefault(s.report_key, s)
+        if run_id is None:
+            return list(seen.values())
+        return [cut for s in seen.values() if (cut := upto(s, run_id)) is not None]
 
     def acknowledgements(self, series_ids: Iterable[int]) -> dict[int, list[Acknowledgement]]:
         """The acknowledgements of these series (`benchmark ack`), oldest first, by series id."""
@@ -327,6 +357,7 @@ def _history_point(row: Mapping[str, Any], processes: list[ProcessValue] | None)
         stats=stats,
         samples=None if processes is None else _samples(row["samples"]),
         processes=None if processes is None else tuple(processes),
+        job=job_of(row["trigger"]),
     )
 
 
