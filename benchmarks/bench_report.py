@@ -31,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmark.environment import MachineDescription, RunDescription  # noqa: E402
-from benchmark.model import CaseResult  # noqa: E402
+from benchmark.datamodel.environment import MachineDescription, RunDescription  # noqa: E402
+from benchmark.datamodel.result import CaseResult  # noqa: E402
 from benchmark.report.html import build_dashboard  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 

@@ -39,12 +39,12 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmark.analysis.summary import summarize  # noqa: E402
-from benchmark.environment import MachineDescription, RunDescription  # noqa: E402
-from benchmark.model import CaseResult  # noqa: E402
+from benchmark.datamodel.environment import MachineDescription, RunDescription  # noqa: E402
+from benchmark.datamodel.result import CaseResult  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 from benchmark.store.core import Store  # noqa: E402
 from benchmark.store.engine import parse_url, shown, sqlite_path  # noqa: E402
-from benchmark.store.models import CASE, MACHINE, RESULT, RUN, SERIES, Base  # noqa: E402
+from benchmark.store.tables import CASE, MACHINE, RESULT, RUN, SERIES, Base  # noqa: E402
 
 FINGERPRINT = "bench0fingerprint"
 CHUNK = 20_000

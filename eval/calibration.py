@@ -28,9 +28,9 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmark.datamodel.metrics import get_metric  # noqa: E402
 from benchmark.gate.judge import evaluate  # noqa: E402
 from benchmark.gate.settings import load_gates  # noqa: E402
-from benchmark.metrics import get_metric  # noqa: E402
 from benchmark.paths import GATES_PATH  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 

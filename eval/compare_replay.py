@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmark.analysis import sequential as seq
-from benchmark.model import Verdict, verdict_words
+from benchmark.datamodel.verdict import Verdict, verdict_words
 
 
 def recorded_differences(paths: list[str], only: str | None = None, centre: bool = False) -> np.ndarray:

@@ -4,7 +4,7 @@
 
 Every scenario draws its series from a fixed seed; every detector sees the same series, one run at
 a time (each alert may use only the runs up to the one where it fires). The detectors are ours
-(:func:`benchmark.analysis.history.simulate_online`) and the published anchors re-implemented here:
+(:func:`benchmark.analysis.online.simulate_online`) and the published anchors re-implemented here:
 
 * ``paddle-5%``: the run more than 5% away from the mean of the last 5 runs (PaddlePaddle's daily
   alarm);

@@ -39,7 +39,7 @@ from benchmark.config import indexed, load_file  # noqa: E402
 from benchmark.execution.measure import MeasureSettings  # noqa: E402
 from benchmark.execution.measure import asdict as measure_asdict  # noqa: E402
 from benchmark.execution.workers import Worker  # noqa: E402
-from benchmark.limits import worker_memory_limit  # noqa: E402
+from benchmark.sandbox.limits import worker_memory_limit  # noqa: E402
 
 
 def _op(name: str, op: str, inputs: dict, **fields) -> dict:

@@ -21,9 +21,9 @@ import argparse
 import numpy as np
 from raw_samples import compare  # eval/raw_samples.py, beside this script
 
-from benchmark.analysis.compare import compare_processes
+from benchmark.analysis.ab_test import compare_processes
 from benchmark.analysis.robust import pooled_process_spread
-from benchmark.verdict import Verdict
+from benchmark.datamodel.verdict import Verdict
 
 ALPHA, MIN_EFFECT, WITHIN, ROUNDS = 0.01, 0.05, 0.01, 30
 

@@ -43,12 +43,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.analysis.adjust import estimate  # noqa: E402
-from benchmark.analysis.history import Params  # noqa: E402
+from benchmark.analysis.online import Params  # noqa: E402
+from benchmark.datamodel.result import (  # noqa: E402
+    CaseResult,  # noqa: E402
+    ProcessValue,
+    ok_process_values,
+    process_probe,
+)
+from benchmark.datamodel.series import Series, SeriesKey  # noqa: E402
+from benchmark.datamodel.verdict import FAILING  # noqa: E402
 from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
 from benchmark.gate.series import run_value  # noqa: E402
 from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
-from benchmark.model import FAILING, CaseResult, Series, SeriesKey  # noqa: E402
-from benchmark.records import ProcessValue, ok_process_values, process_probe  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 

@@ -32,14 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.config import load_paths  # noqa: E402
-from benchmark.environment import MachineDescription, RunDescription  # noqa: E402
+from benchmark.datamodel.environment import MachineDescription, RunDescription  # noqa: E402
+from benchmark.datamodel.result import CaseResult  # noqa: E402
 from benchmark.execution import measure  # noqa: E402
 from benchmark.execution.replies import CountRecord  # noqa: E402
 from benchmark.gate.judge import evaluate  # noqa: E402
 from benchmark.gate.settings import load_gates  # noqa: E402
 from benchmark.instructions import callgrind as instructions  # noqa: E402
 from benchmark.instructions import counting_pass as instruction_pass  # noqa: E402
-from benchmark.model import CaseResult  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 MACHINE = MachineDescription.of({"fingerprint": "instructions-sensitivity", "hostname": "replay"})

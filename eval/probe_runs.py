@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.analysis.adjust import estimate  # noqa: E402
-from benchmark.records import process_probe  # noqa: E402
+from benchmark.datamodel.result import process_probe  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 HOG = "while True:\n    pass\n"

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmark.analysis.adjust import estimate  # noqa: E402
+from benchmark.datamodel.result import process_probe  # noqa: E402
 from benchmark.execution import measure  # noqa: E402
-from benchmark.records import process_probe  # noqa: E402
 from benchmark.store import open_store  # noqa: E402
 
 CASES = "abs-1000x1000-fwd,matmul-fwd,softmax-16x1000-fwd,elementwise_mul_smoke-fwd"

@@ -2,7 +2,7 @@
 
 Kept for `eval/gate_false_failures.py`, which shows why it was dropped: rounds inside one process are
 not independent, so two runs of unchanged code differ "significantly" almost every time (see
-`benchmark.analysis.compare`'s docstring for the method, and `compare_processes` for what replaced
+`benchmark.analysis.ab_test`'s docstring for the method, and `compare_processes` for what replaced
 it). Effect: the ratio of medians; interval: a percentile bootstrap; significance: the Bonferroni-
 corrected minimum of the Mann-Whitney and Kolmogorov-Smirnov p-values (as Chromium's Pinpoint).
 """
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
-from benchmark.analysis.compare import Comparison, _clean
-from benchmark.model import Verdict
+from benchmark.analysis.ab_test import Comparison, _clean
+from benchmark.datamodel.verdict import Verdict
 from benchmark.units import format_percent
 
 

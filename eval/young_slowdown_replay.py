@@ -43,10 +43,11 @@ sys.path.insert(0, str(ROOT / "eval"))
 from history_gate_replay import _scaled, _series, load  # noqa: E402
 
 from benchmark.analysis.robust import between_run_noise  # noqa: E402
+from benchmark.datamodel.series import SeriesKey  # noqa: E402
+from benchmark.datamodel.verdict import FAILING  # noqa: E402
 from benchmark.gate import judge  # noqa: E402
 from benchmark.gate.judge import control_fdr, decide_results  # noqa: E402
 from benchmark.gate.settings import load_gates, with_probe_adjust  # noqa: E402
-from benchmark.model import FAILING, SeriesKey  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -115,7 +115,7 @@ def make_result():
     """Factory of CaseResults: make_result("op.add", samples=[...], place="cpu", ...) (fields as
     in `CaseResult.to_dict()`)."""
     from benchmark.analysis.summary import summarize
-    from benchmark.model import CaseResult
+    from benchmark.datamodel.result import CaseResult
 
     def make(case_id: str = "op.add[float32]", samples=None, **fields):
         samples = [1e-3, 1.1e-3, 0.9e-3, 1.05e-3, 0.95e-3, 1e-3] if samples is None else list(samples)

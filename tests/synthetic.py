@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from benchmark.analysis.processes import summarize_processes
 from benchmark.analysis.summary import summarize
-from benchmark.model import CaseResult
-from benchmark.records import Stats
-from benchmark.results import process_entry, summarize_processes
+from benchmark.datamodel.result import CaseResult, Stats, process_entry
 
 ITERATIONS = 10  # iterations per round recorded with every synthetic process
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from benchmark import runners
-from benchmark.accuracy import DEFAULT_TOLERANCES, compare_outputs, tolerance_for
 from benchmark.config import load_file
 from benchmark.runners import paddle_common
+from benchmark.runners.accuracy import DEFAULT_TOLERANCES, compare_outputs, tolerance_for
 from benchmark.runners.base import RunnerUnavailable
 from benchmark.runners.reference import (
     check_accuracy,

@@ -1,4 +1,4 @@
-"""History detection (benchmark.analysis.history): property tests over many seeded series."""
+"""History detection (benchmark.analysis.online): property tests over many seeded series."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.fdr import benjamini_hochberg
-from benchmark.analysis.history import Alert, check_latest, latest_pvalue, simulate_online
+from benchmark.analysis.online import Alert, check_latest, latest_pvalue, simulate_online
 from benchmark.analysis.robust import IMPROVEMENT, REGRESSION
 from benchmark.analysis.segmentation import ChangePoint, segment
 

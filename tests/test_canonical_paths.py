@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.pr_changes import ABSENT, REGULAR, Change, ChangeError, canonical_reason, extract, why_not_data
+from benchmark.pullrequest.changes import (
+    ABSENT,
+    REGULAR,
+    Change,
+    ChangeError,
+    canonical_reason,
+    extract,
+    why_not_data,
+)
 
 ODD = [
     "configs/./allowlist.yaml",

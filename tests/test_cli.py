@@ -11,7 +11,7 @@ import time
 import pytest
 
 from benchmark import cli
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 
 # What `benchmark --help` must not load: the analysis stack, the store, plotting, the frameworks and

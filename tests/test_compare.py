@@ -15,7 +15,7 @@ import pytest
 from compare_venvs import compare, make_venv, pth_hook
 
 from benchmark.analysis import sequential as seq
-from benchmark.model import Verdict
+from benchmark.datamodel.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ import pytest
 from compare_venvs import EXTRA_OP_HOOK, make_venv
 
 from benchmark.analysis.deterministic import compare_counts
-from benchmark.model import Verdict
+from benchmark.datamodel.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,7 +78,7 @@ def test_bad_counts_are_refused():
 def _job_with_counts(tmp_path, counts_by_case):
     """A job of the CONFIG's case with (status, samples) per side as its counts, judged."""
     from benchmark import runners
-    from benchmark.compare import counts
+    from benchmark.compare import instruction_counts as counts
     from benchmark.compare.job import CaseState, Job
     from benchmark.compare.sides import Side
     from benchmark.config import load_paths
@@ -102,7 +102,7 @@ def _job_with_counts(tmp_path, counts_by_case):
 
 
 def test_a_count_error_on_a_side_is_an_error_row_and_exit_2(tmp_path):
-    from benchmark.compare import counts
+    from benchmark.compare import instruction_counts as counts
     from benchmark.compare.output import job_dict
 
     job = _job_with_counts(tmp_path, {"A": ("ok", [1000.0]), "B": ("error", [])})
@@ -119,7 +119,7 @@ def test_a_count_error_on_a_side_is_an_error_row_and_exit_2(tmp_path):
 
 
 def test_count_verdicts_set_the_exit_status_with_the_time_verdicts(tmp_path):
-    from benchmark.compare import counts
+    from benchmark.compare import instruction_counts as counts
 
     slower = _job_with_counts(tmp_path, {"A": ("ok", [999.9, 1000.0, 1000.1]), "B": ("ok", [1030.0])})
     assert slower.count_verdicts() == [Verdict.REGRESSION] and slower.exit_code() == 1

@@ -7,10 +7,10 @@ import dataclasses
 
 from benchmark.analysis import sequential as seq
 from benchmark.compare import job as jobs
+from benchmark.compare.render import interval_level, markdown
 from benchmark.compare.sides import Side
 from benchmark.config import load_paths
-from benchmark.records import ProcessValue
-from benchmark.report.comparison import interval_level, markdown
+from benchmark.datamodel.result import ProcessValue
 
 CONFIG = """
 cases:
@@ -55,7 +55,7 @@ def test_the_side_medians_and_the_paired_ratio_are_labelled_apart(tmp_path):
 
 
 def test_no_advice_to_measure_over_ten_times_the_pairs(tmp_path):
-    from benchmark.report.comparison import inconclusive_words
+    from benchmark.compare.render import inconclusive_words
 
     (state,) = [s for s in _job(tmp_path).states if s.decision is not None]
     d = state.decision

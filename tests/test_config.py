@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.config import load_file, load_paths
-from benchmark.model import Tensor
-from benchmark.records import config_hash
+from benchmark.datamodel.case import Tensor, config_hash
 from benchmark.runners.paddle_ops import resolver
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -331,7 +330,7 @@ def test_shipped_configs_are_valid():
     assert all("slow" in c.tags for c in cases if c.name == "resnet18")
     # The typed spec serializes back to exactly the config that was hashed (so stored series keep
     # their hash), and the cases of the project round-trip through the worker protocol.
-    from benchmark.model import Case
+    from benchmark.datamodel.case import Case
 
     assert all(config_hash(c.config) == c.config_hash for c in cases)
     assert all(Case.from_json(json.loads(json.dumps(c.to_json()))) == c for c in cases)
@@ -340,7 +339,7 @@ def test_shipped_configs_are_valid():
 def test_case_is_typed_frozen_and_round_trips_as_json(tmp_path):
     import dataclasses
 
-    from benchmark.model import Case
+    from benchmark.datamodel.case import Case
 
     issues, cases = issues_of(
         tmp_path,

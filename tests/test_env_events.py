@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from synthetic import gate_rows
 
 from benchmark.analysis.events import environment_events, run_environment
-from benchmark.environment import (
+from benchmark.datamodel.environment import (
     MachineDescription,
     RunDescription,
     collect_machine,
@@ -19,7 +19,7 @@ from benchmark.environment import (
 from benchmark.store import open_store, upgrade_store
 from benchmark.store.engine import make_engine, parse_url
 from benchmark.store.migrate import upgrade
-from benchmark.store.models import encode_samples
+from benchmark.store.tables import encode_samples
 
 GPU_BOX = {
     "hostname": "nightly-1",

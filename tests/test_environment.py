@@ -10,8 +10,14 @@ import types
 
 import pytest
 
-from benchmark import environment
-from benchmark.environment import FINGERPRINT_FIELDS, collect_machine, collect_run, fingerprint, git_info
+from benchmark.datamodel import environment
+from benchmark.datamodel.environment import (
+    FINGERPRINT_FIELDS,
+    collect_machine,
+    collect_run,
+    fingerprint,
+    git_info,
+)
 
 
 def test_collect_machine_describes_this_machine_as_plain_data():
@@ -161,6 +167,6 @@ def test_no_git_binary_means_unknown(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("name", ["paddle", "torch"])
 def test_describing_the_environment_imports_no_framework(name):
-    code = f"import sys, benchmark.environment as e; e.collect_machine(); e.collect_run(); print({name!r} in sys.modules)"
+    code = f"import sys, benchmark.datamodel.environment as e; e.collect_machine(); e.collect_run(); print({name!r} in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

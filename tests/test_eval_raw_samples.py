@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.analysis.compare import Comparison
-from benchmark.model import Verdict
+from benchmark.analysis.ab_test import Comparison
+from benchmark.datamodel.verdict import Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 from raw_samples import compare  # noqa: E402

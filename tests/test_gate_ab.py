@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 from synthetic import result_from_processes
 
-from benchmark.analysis.compare import compare_processes
+from benchmark.analysis.ab_test import compare_processes
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult, Verdict
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.verdict import Verdict
 from benchmark.store import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
@@ -195,7 +196,7 @@ def test_advice_to_measure_more_is_given_only_where_it_is_practical():
 
 def test_the_gate_machine_line_fits_100_columns():
     from benchmark.analysis.adjust import MachineSpeed
-    from benchmark.report.text import machine_line
+    from benchmark.report.words import machine_line
 
     slow = machine_line(12345, MachineSpeed(probe_s=0.0388, usual_s=0.0205, runs=6))
     fast = machine_line(12345, MachineSpeed(probe_s=0.0105, usual_s=0.0205, runs=6))

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from benchmark import cli
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
-from benchmark.results import summarize_processes
+from benchmark.analysis.processes import summarize_processes
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
 from benchmark.store import open_store
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -14,12 +14,13 @@ import pytest
 from synthetic import result_from_processes
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.verdict import Evidence, verdict_words
 from benchmark.gate.judge import nothing_to_compare
 from benchmark.gate.series import MIN_RUNS
-from benchmark.model import CaseResult, Evidence, verdict_words
 from benchmark.report import html as dashboard
-from benchmark.report.run_rows import compare_run, gate_passed, run_notice
+from benchmark.report.run_rows import gate_passed, judged_rows, run_notice
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "judge-host", "cpu_model": "test", "fingerprint": "judgemachine001"}
@@ -115,7 +116,7 @@ def test_gate_reports_and_badges_agree_on_a_model_regression(url, tmp_path, caps
         assert verdicts[case]["verdict"] in ("pass", "inconclusive"), verdicts[case]
 
     with open_store(url, create=False, readonly=True) as store:
-        rows = {r.case_id: r for r in compare_run(store, run_id)}
+        rows = {r.case_id: r for r in judged_rows(store, run_id)}
     assert {c: r.verdict for c, r in rows.items()} == {c: d["verdict"] for c, d in verdicts.items()}
     assert not gate_passed(rows.values()) and run_notice(rows.values()) is None
     md = _md(url, run_id, capsys)
@@ -134,7 +135,7 @@ def test_history_gate_takes_over_from_the_ab_once_the_series_is_long_enough(url,
     code, doc = _gate(url, run_id, capsys)
     assert code == 0 and {d["evidence_kind"] for d in doc["decisions"]} == {Evidence.HISTORY}
     with open_store(url, create=False, readonly=True) as store:
-        assert {r.evidence_kind for r in compare_run(store, run_id)} == {Evidence.HISTORY}
+        assert {r.evidence_kind for r in judged_rows(store, run_id)} == {Evidence.HISTORY}
 
 
 def test_nothing_to_compare_only_when_every_measured_case_is_new():

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from synthetic import result_from_processes
 
-from benchmark.analysis.history import check_latest
+from benchmark.analysis.online import check_latest
 from benchmark.analysis.robust import process_noise
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.verdict import Evidence, Verdict
 from benchmark.gate.judge import evaluate
 from benchmark.gate.settings import load_gates
-from benchmark.model import CaseResult, Evidence, Verdict
 from benchmark.store import open_store
 
 RUNS, STEP = 30, 1.07  # a 7% step over the two newest runs

@@ -6,7 +6,7 @@ from __future__ import annotations
 from synthetic import result_from_processes, result_from_samples
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 
 STEADY = [[1.0e-4, 1.01e-4], [1.02e-4, 0.99e-4], [1.0e-4, 1.0e-4]]

@@ -12,7 +12,7 @@ import pytest
 from synthetic import result_from_processes
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.gate.series import MIN_RUNS
 from benchmark.store import open_store
 

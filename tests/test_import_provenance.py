@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from suite_process import run_suite
 
 from benchmark import cli
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 from benchmark.store.engine import make_engine, parse_url
 from benchmark.store.export import export_run

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 import yaml
 
-from benchmark import allowlist, cli, runners
+from benchmark import cli, runners
 from benchmark.config import indexed, load_file
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import resolve_allowed
+from benchmark.sandbox import allowlist
 
 
 def validate(path: Path, capsys, monkeypatch) -> tuple[int, str, str]:

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from benchmark.analysis.deterministic import check_deterministic
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.case import Case, Spec
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.execution.replies import CountRecord
 from benchmark.gate.settings import load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions import counting_pass as instruction_pass
-from benchmark.model import Case, Spec
 
 PROJECT = Path(__file__).resolve().parents[1]
 # A case whose count is its kernel's (1M elements, ~640k instructions a call); SMALL's is nearly

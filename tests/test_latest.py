@@ -10,7 +10,7 @@ from suite_process import run_suite
 from synthetic import result_from_processes
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 
 PROCESSES = [[1.0e-4, 1.01e-4], [1.02e-4, 0.99e-4], [1.0e-4, 1.0e-4]]

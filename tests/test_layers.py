@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import yaml
 
-from benchmark import allowlist, layers, runners
+from benchmark import runners
 from benchmark.config import load_file
+from benchmark.sandbox import allowlist
+from benchmark.sandbox import nn_layers as layers
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -184,7 +186,9 @@ def test_every_allowlisted_layer_has_a_parameter_estimate_and_resolves():
     names = allowlist.load_allowlist().names("layer")
     assert names, "the allowlist has a layer section"
     for name in sorted(names):
-        assert name.rpartition(".")[2] in layers.PARAM_COUNT, f"{name}: no estimate in benchmark/layers.py"
+        assert name.rpartition(".")[2] in layers.PARAM_COUNT, (
+            f"{name}: no estimate in benchmark/sandbox/nn_layers.py"
+        )
         assert isinstance(resolve_layer(name), type)
 
 

@@ -11,13 +11,14 @@ import pytest
 import yaml
 from legacy_support import var
 
-from benchmark import allowlist, legacy
+from benchmark import legacy
 from benchmark.legacy import convert, convert_config
 from benchmark.legacy import ops as legacy_ops
 from benchmark.legacy.cases import ADJUST
 from benchmark.legacy.values import NotConvertible, parse_shape, parse_value
 from benchmark.runners.paddle_ops import resolve_op
 from benchmark.runners.reference import NUMPY_ATTRS
+from benchmark.sandbox import allowlist
 
 
 def attr(type_, value):

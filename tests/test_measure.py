@@ -149,7 +149,7 @@ def test_format_time_units():
 
 
 def test_in_process_measurement_is_a_typed_record_that_fills_a_result(benchmark):
-    from benchmark.model import CaseResult
+    from benchmark.datamodel.result import CaseResult
     from benchmark.runners.base import Prepared
 
     def step():

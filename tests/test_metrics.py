@@ -1,4 +1,4 @@
-"""The metric registry (benchmark/metrics.py): a metric is defined in one place.
+"""The metric registry (benchmark/datamodel/metrics.py): a metric is defined in one place.
 
 The end-to-end test defines a new metric here, and only here (`peak_rss`: bytes, lower is better,
 5% minimum effect, near-deterministic), stores results of it in a real SQLite history through the
@@ -14,10 +14,19 @@ import pytest
 from synthetic import gate_rows, result_from_samples
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.metrics import (
+    BUILTIN,
+    METRICS,
+    TIME,
+    Metric,
+    MetricError,
+    get_metric,
+    register,
+    unregister,
+)
+from benchmark.datamodel.result import CaseResult
 from benchmark.gate.settings import GateError, load_gates
-from benchmark.metrics import BUILTIN, METRICS, TIME, Metric, MetricError, get_metric, register, unregister
-from benchmark.model import CaseResult
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "metrics-host", "cpu_model": "test", "fingerprint": "metricsmachine01"}
@@ -189,7 +198,7 @@ def test_a_stored_metric_this_checkout_does_not_define_is_a_clear_gate_error(tmp
 def test_the_trend_plot_of_an_instruction_series_is_labelled_by_its_metric():
     import numpy as np
 
-    from benchmark.model import Series, SeriesKey
+    from benchmark.datamodel.series import Series, SeriesKey
     from benchmark.report.trend import series_metric, trend_plot
 
     counts = Series(
@@ -208,8 +217,9 @@ def test_a_wall_clock_metric_defined_here_goes_through_the_history_judge(tmp_pat
     online detector over its history, in its direction, with its minimum effect."""
     import numpy as np
 
+    from benchmark.analysis.processes import summarize_processes
+    from benchmark.datamodel.result import process_entry
     from benchmark.gate.judge import evaluate
-    from benchmark.results import process_entry, summarize_processes
 
     metric = register(Metric("idle_s", "s", "idle time per step", higher_is_better=True, min_effect=0.1))
     rng = np.random.default_rng(7)

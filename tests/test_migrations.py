@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import (
     SchemaOutdated,
     StoreError,
@@ -21,7 +21,7 @@ from benchmark.store import (
 )
 from benchmark.store.engine import make_engine, parse_url, shown
 from benchmark.store.migrate import known_revisions, upgrade
-from benchmark.store.models import Base, encode_samples
+from benchmark.store.tables import Base, encode_samples
 
 FIRST = "0001"
 TABLES_0001 = ("machine", "run", "case", "series", "result")

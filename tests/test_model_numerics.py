@@ -18,9 +18,11 @@ import pytest
 from synthetic import result_from_processes
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.series import SeriesKey
+from benchmark.datamodel.verdict import Decision, Verdict
 from benchmark.gate import numerics
-from benchmark.model import CaseResult, Decision, SeriesKey, Verdict
 from benchmark.store import open_store
 
 PROJECT = Path(__file__).resolve().parents[1]

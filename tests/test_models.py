@@ -195,8 +195,8 @@ def test_amp_is_refused_on_cpu_with_a_reason(tmp_path):
 
 
 def test_the_profile_pass_splits_a_training_step_into_its_phases(tmp_path):
-    from benchmark.profile import format_phases
     from benchmark.runners import profile_pass
+    from benchmark.runners.profile_tables import format_phases
 
     case = _case(tmp_path, "seq2seq")
     record = profile_pass(case, models.prepare(case), steps=3)

@@ -22,7 +22,7 @@ import pytest
 from benchmark.bisect import night
 from benchmark.bisect.builds import BuildError
 from benchmark.bisect.index import BuildEnvs, builds_between, index_builds, newest_build
-from benchmark.environment import RunDescription
+from benchmark.datamodel.environment import RunDescription
 from benchmark.report import night as words
 from benchmark.store import open_store
 
@@ -196,7 +196,7 @@ def _night_run(store, machine, version: str, *, values, verdicts, bisections=(),
 
 @pytest.fixture
 def history(tmp_path):
-    from benchmark.environment import MachineDescription
+    from benchmark.datamodel.environment import MachineDescription
 
     store = open_store(f"sqlite:///{tmp_path / 'h.sqlite'}")
     machine = MachineDescription.of({"fingerprint": "abc" + night.FINGERPRINT_SUFFIX})
@@ -389,7 +389,7 @@ def test_resolve_names_the_newest_build_or_the_pinned_one_as_one_json_line(tmp_p
 
 
 def test_only_regressions_are_bisected_never_an_improvement():
-    from benchmark.model import Decision, Verdict
+    from benchmark.datamodel.verdict import Decision, Verdict
 
     ids = {(f"c{v}", "cpu", "dynamic"): f"c{v}-cpu-dynamic" for v in Verdict}
     decisions = [Decision(case_id=f"c{v}", name="n", place="cpu", mode="dynamic", metric="instructions", verdict=v)

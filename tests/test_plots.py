@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 from synthetic import result_from_samples
 
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult, Series, SeriesKey, Verdict, verdict_words
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.series import Series, SeriesKey
+from benchmark.datamodel.verdict import Verdict, verdict_words
 from benchmark.report import jobs, plots, trend
 from benchmark.report.run_rows import Row, analyse
 from benchmark.store import open_store

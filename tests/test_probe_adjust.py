@@ -15,7 +15,7 @@ from synthetic import gate_rows, result_from_processes
 
 from benchmark.analysis.adjust import MIN_RUNS, estimate
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import open_store
 from benchmark.units import format_value
 

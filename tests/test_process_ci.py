@@ -5,9 +5,10 @@ import math
 
 import numpy as np
 
+from benchmark.analysis.processes import summarize_processes
 from benchmark.analysis.summary import median_ci, process_level_ci
-from benchmark.metrics import CONFIDENCE
-from benchmark.results import process_entry, summarize_processes
+from benchmark.datamodel.metrics import CONFIDENCE
+from benchmark.datamodel.result import process_entry
 
 
 def test_level_interval_covers_the_true_level_at_its_confidence():

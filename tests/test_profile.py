@@ -10,8 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmark import profile, runners
+from benchmark import runners
 from benchmark.config import load_file
+from benchmark.runners import profile_tables as profile
 from benchmark.runners.paddle_profile import flatten, profile_record, profile_steps, snake
 
 DATA = Path(__file__).resolve().parent / "data"

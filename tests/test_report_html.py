@@ -16,8 +16,8 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
 from benchmark.report import html as dashboard
 from benchmark.report import svg as inline_svg
 from benchmark.store import open_store

@@ -1,4 +1,4 @@
-"""`benchmark report --format md` and `compare_run` on a real SQLite history built through the store API.
+"""`benchmark report --format md` and `judged_rows` on a real SQLite history built through the store API.
 
 The history: 6 cases x 12 runs on one machine, 15 raw samples per result with 1% noise; in the last
 run one case is really 20% slower, one errors, one is skipped and one is new; a fifth case stepped up
@@ -15,10 +15,11 @@ import pytest
 from synthetic import result_from_samples
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult, Verdict
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.verdict import Verdict
 from benchmark.report import markdown
-from benchmark.report.run_rows import compare_run, counts, gate_passed
+from benchmark.report.run_rows import gate_passed, judged_rows, tally
 from benchmark.store import open_store
 
 DAY = 86400.0
@@ -85,7 +86,7 @@ def history(tmp_path_factory):
 
 
 def _rows(store, baseline=None):
-    return {r.case_id: r for r in compare_run(store, store.latest_run_id(), baseline, min_effect=0.05)}
+    return {r.case_id: r for r in judged_rows(store, store.latest_run_id(), baseline, min_effect=0.05)}
 
 
 def test_ab_against_the_previous_run_finds_the_injected_slowdown_and_nothing_else(history):
@@ -120,7 +121,7 @@ def test_history_gate_flags_the_two_run_step_and_not_the_one_run_spike(history):
 
 def test_counts(history):
     _, store = history
-    c = counts(_rows(store).values())
+    c = tally(_rows(store).values())
     assert c["cases"] == len(LEVELS) + 2
     assert (c["regressions"], c["improvements"], c["errors"], c["skipped"], c["new"]) == (1, 0, 1, 1, 1)
     assert c["inconclusive"] + c["pass"] == 4  # add, relu, the one-run spike, the weird one
@@ -137,7 +138,7 @@ def _md_table(text: str, heading: str) -> list[list[str]]:
 def test_markdown_report_counts_table_and_gate(history):
     _, store = history
     run_id = store.latest_run_id()
-    rows = compare_run(store, run_id, min_effect=0.05)
+    rows = judged_rows(store, run_id, min_effect=0.05)
     text = markdown.render(store.run(run_id), rows, plots="`results/report/`", db=store.display_url)
     assert f"## Benchmark report: run {run_id}" in text
     assert "**Gate: FAIL** (1 regression(s), 1 error(s)" in text
@@ -165,7 +166,7 @@ def test_markdown_report_counts_table_and_gate(history):
 def test_markdown_escapes_user_text(history):
     _, store = history
     run_id = store.latest_run_id()
-    rows = compare_run(store, run_id)
+    rows = judged_rows(store, run_id)
     for row in rows:  # put the oddly named case in a table
         if row.case_id == WEIRD:
             row.verdict = Verdict.REGRESSION

@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
 from benchmark.store import open_store
 
 MACHINE = {"hostname": "report-host", "cpu_model": "test", "fingerprint": "reportmachine001"}

@@ -1,13 +1,14 @@
-"""benchmark.report.text: the one place the judge's decisions become words, read by `benchmark gate`,
+"""benchmark.report.words: the one place the judge's decisions become words, read by `benchmark gate`,
 the pytest gate items and the Markdown report."""
 
 from __future__ import annotations
 
 import math
 
+from benchmark.datamodel.verdict import Evidence, Verdict
 from benchmark.gate.judge import Decision
-from benchmark.model import Evidence, Verdict
-from benchmark.report import markdown, text
+from benchmark.report import markdown
+from benchmark.report import words as text
 from benchmark.report.run_rows import Row
 from benchmark.units import format_percent
 
@@ -53,6 +54,6 @@ def test_the_words_load_nothing_heavy():
     import subprocess
     import sys
 
-    code = "import sys, benchmark.report.text; print(sorted({'numpy', 'scipy', 'sqlalchemy', 'matplotlib'} & set(sys.modules)))"
+    code = "import sys, benchmark.report.words; print(sorted({'numpy', 'scipy', 'sqlalchemy', 'matplotlib'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -10,8 +10,8 @@ import pytest
 
 from benchmark import runners
 from benchmark.config import load_file
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import Spec, Tensor
+from benchmark.datamodel.case import Spec, Tensor
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.runners import paddle_common
 from benchmark.runners.paddle_ops import resolve_op
 from benchmark.runners.paddle_program import program_parts
@@ -328,7 +328,8 @@ def test_the_event_probe_runs_eagerly_inside_a_static_case(fresh_probe):
 
 
 def test_a_shape_goes_from_yaml_to_the_stored_result_through_typed_fields(tmp_path, sqlite_url, machine):
-    from benchmark.model import CaseResult, SeriesKey
+    from benchmark.datamodel.result import CaseResult
+    from benchmark.datamodel.series import SeriesKey
     from benchmark.store import open_store
 
     cases = cases_from(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from suite_process import run_suite
 
-from benchmark import limits
 from benchmark.config import load_file
+from benchmark.sandbox import limits
 
 
 def validate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -199,7 +199,7 @@ def test_crashing_and_in_place_ops_are_refused_by_validate(tmp_path, op):
     ["torch.nn.functional.Optional", "torch.nn.functional.boolean_dispatch", "torch.sparse_csc_tensor"],
 )
 def test_non_operators_and_unchecked_constructors_are_off_the_allowlist(name):
-    from benchmark import allowlist
+    from benchmark.sandbox import allowlist
 
     assert allowlist.check("torch_op", name) is not None
 

@@ -18,12 +18,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmark import allowlist, runners
+from benchmark import runners
 from benchmark.config import load_file
 from benchmark.config.schema import NOT_CASE_FILES
 from benchmark.runners.paddle_ops import resolve_op
 from benchmark.runners.reference import resolve_reference
 from benchmark.runners.torch_runner import resolve_torch_name
+from benchmark.sandbox import allowlist
 
 PROJECT = Path(__file__).resolve().parents[1]
 

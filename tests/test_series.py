@@ -1,4 +1,4 @@
-"""`benchmark.model.Series`: one type for a series' per-run values, whether the judge reads it
+"""`benchmark.datamodel.series.Series`: one type for a series' per-run values, whether the judge reads it
 from the store (`Store.baselines`), the reports read its history (`Store.series`) or
 `benchmark detect` reads a CSV."""
 
@@ -11,8 +11,8 @@ import time
 import numpy as np
 
 from benchmark.commands.detect import read_series
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import Series, SeriesKey
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.series import Series, SeriesKey
 from benchmark.store import open_store
 
 

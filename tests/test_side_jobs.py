@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.records import job_of
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.run import job_of
 from benchmark.report.html import build_dashboard
 from benchmark.store import open_store
 from tests.test_store_cli import run_cli

@@ -13,11 +13,11 @@ import json
 import numpy as np
 from synthetic import result_from_processes
 
-from benchmark.analysis.history import simulate_online
+from benchmark.analysis.online import simulate_online
 from benchmark.analysis.standing import MAX_STANDING_RUNS, level_test, standing_change
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
 from benchmark.store import open_store
 
 

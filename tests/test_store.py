@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from benchmark.analysis.summary import summarize
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult, SeriesKey
-from benchmark.records import Stats
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult, Stats
+from benchmark.datamodel.series import SeriesKey
 from benchmark.store import StoreError, open_store
 
 
@@ -103,7 +103,8 @@ def test_round_trip_keeps_every_field_and_the_raw_samples(store, machine):
 
 def with_processes(result: CaseResult) -> CaseResult:
     """`result` as measured in three worker processes, the last of which died."""
-    from benchmark.results import process_entry, summarize_processes
+    from benchmark.analysis.processes import summarize_processes
+    from benchmark.datamodel.result import process_entry
 
     result.processes = [
         process_entry(0, 4101, 2, "ok", [1.0e-3, 1.1e-3, 0.9e-3], iterations=5),

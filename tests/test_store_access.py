@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.paths import DB_URL_ENV, configured_db, default_db_url
 from benchmark.store import StoreError, open_store
 
@@ -136,8 +136,8 @@ def test_store_repr_and_messages_hide_the_password(pg_url):
 WORKER = textwrap.dedent(
     """
     import os, socket, sys, time
-    from benchmark.environment import MachineDescription, RunDescription
-    from benchmark.model import CaseResult
+    from benchmark.datamodel.environment import MachineDescription, RunDescription
+    from benchmark.datamodel.result import CaseResult
     from benchmark.store import open_store
 
     url, prefix, count, delay, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]

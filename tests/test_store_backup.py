@@ -17,7 +17,7 @@ import pytest
 from suite_process import run_suite
 
 from benchmark import cli
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import StoreError, open_store
 from benchmark.store.backup import backup_sqlite
 

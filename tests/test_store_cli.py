@@ -13,7 +13,7 @@ import time
 import pytest
 
 from benchmark import cli
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import head_revision, open_store
 
 PASSWORD = "hunter2-secret"

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.model import SeriesKey
-from benchmark.records import HistoryPoint, ProcessValue, RunRecord, Stats
+from benchmark.datamodel.result import ProcessValue, Stats
+from benchmark.datamodel.run import RunRecord
+from benchmark.datamodel.series import HistoryPoint, SeriesKey
 from benchmark.store import open_store
 from benchmark.store.export import export_run
 

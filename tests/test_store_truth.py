@@ -10,8 +10,8 @@ import time
 import pytest
 
 from benchmark.cli import build_parser
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
 from benchmark.store import open_store
 
 SAMPLES = [1e-3, 1.02e-3, 0.98e-3, 1.01e-3, 0.99e-3, 1e-3]

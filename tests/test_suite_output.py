@@ -8,8 +8,8 @@ import pytest
 from suite_process import run_suite
 
 from benchmark.analysis.summary import diagnostic_kind, stability_warnings
-from benchmark.metrics import CONFIDENCE
-from benchmark.model import CaseResult
+from benchmark.datamodel.metrics import CONFIDENCE
+from benchmark.datamodel.result import CaseResult, Stats
 from benchmark.plugin.terminal import (
     TIME_COLUMNS,
     _ci,
@@ -19,7 +19,6 @@ from benchmark.plugin.terminal import (
     diagnostics_lines,
     noisy_cases,
 )
-from benchmark.records import Stats
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import StoreError, open_store
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from benchmark.environment import MachineDescription, RunDescription
-from benchmark.model import CaseResult
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult
 from benchmark.telemetry.devices import warn_once
 from benchmark.telemetry.nvml import UNAVAILABLE_PREFIX, nvml_status, reset_status
 from benchmark.telemetry.sampler import MIN_INTERVAL_S, NvmlSampler

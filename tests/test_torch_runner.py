@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from benchmark.model import Case, Spec, Tensor
+from benchmark.datamodel.case import Case, Spec, Tensor
 from benchmark.runners.base import RunnerUnavailable
 from benchmark.runners.torch_runner import OPS, TorchRunner, parse_place, prepare
 

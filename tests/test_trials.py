@@ -17,11 +17,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from benchmark.analysis.processes import summarize_processes
+from benchmark.datamodel.result import CaseResult, process_entry
 from benchmark.execution.measure import MeasureSettings
 from benchmark.execution.replies import ChecksRecord, TrialRecord
 from benchmark.execution.trials import plan_trials, schedule
-from benchmark.model import CaseResult
-from benchmark.results import process_entry, summarize_processes
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.config import load_file
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.store import StoreError, open_store
 
 

@@ -14,7 +14,7 @@ from compare_venvs import far_slower_hook, make_venv
 from synthetic import gate_rows, result_from_processes, result_from_samples
 
 from benchmark.cli import main
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel.environment import MachineDescription, RunDescription
 from benchmark.gate.judge import CONFIRMATION_KEY
 from benchmark.store import open_store
 

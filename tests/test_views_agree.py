@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from benchmark import cli
-from benchmark.metrics import CONFIDENCE
-from benchmark.model import Verdict, verdict_words
-from benchmark.report.text import effect
+from benchmark.datamodel.metrics import CONFIDENCE
+from benchmark.datamodel.verdict import Verdict, verdict_words
+from benchmark.report.words import effect
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmark.allowlist import DEFAULT_PATH, FIELDS, load_allowlist  # noqa: E402
+from benchmark.sandbox.allowlist import DEFAULT_PATH, FIELDS, load_allowlist  # noqa: E402
 
 # Leaf names never proposed, whatever namespace exports them: I/O, processes, downloads,
 # serialization, compilation, flags, global state, callables as arguments, printing.

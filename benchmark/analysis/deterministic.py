@@ -3,7 +3,7 @@
 Instruction counts of a case repeat exactly between passes for most cases, and within 0.005% for
 all of them while nothing on the worker's sys.path changes (a directory listing shifted the static
 100x100 programs by up to 0.25%: README). That is far below the between-run noise of wall time
-that the time detector has to estimate (:mod:`benchmark.analysis.history`), so the rule is an
+that the time detector has to estimate (:mod:`benchmark.analysis.online`), so the rule is an
 effect-size rule on a noise floor (configs/gates.yaml: 0.2%), and it decides on the first run
 after a change:
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmark.verdict import Verdict
+from benchmark.datamodel.verdict import Verdict
 
 DEFAULT_NOISE_FLOOR = 0.001
 ANCHOR_RUNS = 5

@@ -2,9 +2,9 @@
 
 The machine fingerprint keys a series by hardware only; the volatile fields (GPU driver, CUDA driver,
 kernel, OS release, Python patch version) are recorded with every run (``run.extra["machine_env"]``,
-see :func:`benchmark.environment.volatile_environment`). Where they differ between two consecutive
+see :func:`benchmark.datamodel.environment.volatile_environment`). Where they differ between two consecutive
 runs of a series, the later run is an *event*: a candidate change point for the detector
-(``events=`` of :func:`benchmark.analysis.history.simulate_online` and
+(``events=`` of :func:`benchmark.analysis.online.simulate_online` and
 :func:`benchmark.analysis.segmentation.segment`), a line on the plots, an entry in the reports.
 """
 

@@ -1,4 +1,4 @@
-"""The shared pieces of the history detectors (:mod:`benchmark.analysis.history`,
+"""The shared pieces of the history detectors (:mod:`benchmark.analysis.online`,
 :mod:`benchmark.analysis.segmentation`): the series on the log scale with its noise floor, the
 per-run noise from worker processes, and the robust estimators (trimmed means, biweight scale,
 lag-1 autocorrelation, the variance of means and medians of AR(1) runs), vectorised over rows.
@@ -18,7 +18,7 @@ IMPROVEMENT = "improvement"
 
 
 @dataclass(frozen=True)
-class Prepared:
+class Transformed:
     """A series ready for the detectors: log values (or values over their median when some are <= 0)
     and the noise floor from the runs' own uncertainty."""
 
@@ -87,7 +87,7 @@ def prepare(
     values: Sequence[float],
     samples: Sequence[Sequence[float] | None] | None,
     noise: Sequence[float | None] | None = None,
-) -> Prepared:
+) -> Transformed:
     v = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(v)):
         raise ValueError("values must be finite numbers")
@@ -122,7 +122,7 @@ def prepare(
                     ses.append(se / scale)
         if ses:
             floor = float(np.median(ses))
-    return Prepared(y=y, log=log, unit=unit, floor=floor)
+    return Transformed(y=y, log=log, unit=unit, floor=floor)
 
 
 def event_labels(events: Mapping[int, str] | Sequence[int] | None, n: int) -> dict[int, str]:

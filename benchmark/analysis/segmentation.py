@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from benchmark.analysis.history import DEFAULT_PARAMS
+from benchmark.analysis.online import DEFAULT_PARAMS
 from benchmark.analysis.robust import (
     biweight_scale_rows,
     direction,

@@ -9,7 +9,7 @@ a pair see the same stretch of time.
 After each step the B/A ratio gets an interval: where the paired t interval on the d's and the
 Wilcoxon signed-rank interval overlap, each at half the look's error, and the estimate is the
 Hodges-Lehmann one, exp(median of the Walsh averages) (`decide`). Verdicts (the judge's,
-`benchmark.model.Verdict`; the views word them slower, faster, same), with
+`benchmark.datamodel.verdict.Verdict`; the views word them slower, faster, same), with
 delta = log(1 + min_effect):
 
 * regression: the interval lies above 0 and the estimate exceeds +delta (B is slower, beyond min_effect);
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
-from benchmark.verdict import Verdict
+from benchmark.datamodel.verdict import Verdict
 
 MIN_PAIRS = 3  # fewer pairs: no interval (a t interval with 1 degree of freedom is useless)
 LOOK_GROWTH = 1.5  # looks at pair counts growing by this factor: 3, 5, 8, 12, 18, 27, 41, 62, 93, ...

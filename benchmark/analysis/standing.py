@@ -1,6 +1,6 @@
 """A change the online detector raised on an earlier run that still holds at the newest run.
 
-The online detector (:mod:`benchmark.analysis.history`) raises a change once, on the run where it
+The online detector (:mod:`benchmark.analysis.online`) raises a change once, on the run where it
 first fires, and takes the new level as the baseline from then on. When the gate could not report
 it on that run (Benjamini-Hochberg across a suite demotes a lone alert whose p-value is not small
 enough for the number of cases), the change would otherwise pass silently ever after. A standing
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from benchmark.analysis.history import Alert
+from benchmark.analysis.online import Alert
 from benchmark.analysis.robust import between_run_noise
 
 # A regression stands however old it is, until it comes back or is acknowledged (`benchmark ack`:

@@ -109,7 +109,7 @@ def stability_warnings(
 ) -> list[str]:
     """Reasons to distrust a result, in the spirit of pyperf's `check` warnings. Whether the result's
     interval is too wide is not said here: the suite's table says it from the interval it shows
-    (`benchmark.results.imprecision`)."""
+    (`benchmark.datamodel.result.imprecision`)."""
     x = np.asarray(samples, dtype=float)
     out: list[str] = []
     if x.size < min_rounds:

@@ -1,4 +1,4 @@
-"""The window tests of the online gate (:mod:`benchmark.analysis.history`): at each run, every
+"""The window tests of the online gate (:mod:`benchmark.analysis.online`): at each run, every
 window of the newest k runs against the baseline of the current level, with the rules that keep a
 single run from alerting. The method is described once, in docs/detection.md.
 """
@@ -12,7 +12,7 @@ import numpy as np
 from scipy import stats as sps
 
 from benchmark.analysis.robust import (
-    Prepared,
+    Transformed,
     biweight_scale_rows,
     lag1_rows,
     mean_var,
@@ -99,7 +99,7 @@ def window_lengths(p: Params) -> list[int]:
     return sorted(set(range(2, p.max_k + 1)) | set(p.long_windows))
 
 
-def tests_at(ser: Prepared, st: LevelState, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str):
+def tests_at(ser: Transformed, st: LevelState, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str):
     """:func:`_tests_range` over [t_lo, t_hi] in growing chunks of runs, stopping at the first
     hit: memory stays bounded and the work after an alert is proportional to the runs up to the
     next one, not to the rest of the series."""
@@ -116,7 +116,7 @@ def tests_at(ser: Prepared, st: LevelState, p: Params, t_lo: int, t_hi: int, min
 
 
 def _tests_range(
-    ser: Prepared, st: LevelState, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str
+    ser: Transformed, st: LevelState, p: Params, t_lo: int, t_hi: int, min_effect: float, want: str
 ):
     """Evaluate every window test for the runs t in [t_lo, t_hi] under the level state ``st``.
 

@@ -15,8 +15,9 @@ from benchmark.instructions.counting_pass import InstructionPass
 
 if TYPE_CHECKING:
     from benchmark.compare.sides import Side
+    from benchmark.datamodel.case import Case
+    from benchmark.datamodel.result import CaseResult
     from benchmark.instructions.callgrind import Tooling
-    from benchmark.model import Case, CaseResult
 
 
 def count_build(

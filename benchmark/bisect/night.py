@@ -37,19 +37,21 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from benchmark import environment
 from benchmark.bisect.builds import BuildError, CommitEnvs, WheelCache, repo_commits
 from benchmark.bisect.counting import count_build
 from benchmark.bisect.index import Build, BuildEnvs, builds_between, index_builds
 from benchmark.bisect.search import INTERRUPTED, STEP, SearchResult, search
+from benchmark.datamodel import environment
 from benchmark.gate.judge import judge
 from benchmark.gate.settings import load_gates
 from benchmark.paths import GATES_PATH
 from benchmark.store import open_store
 
 if TYPE_CHECKING:
+    from benchmark.datamodel.case import Case
+    from benchmark.datamodel.result import CaseResult
+    from benchmark.datamodel.verdict import Decision
     from benchmark.instructions.callgrind import Tooling
-    from benchmark.model import Case, CaseResult, Decision
 
 TRIGGER = "night"
 FINGERPRINT_SUFFIX = "/night"

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmark import environment
+from benchmark.datamodel import environment
 from benchmark.store import open_store
 
 if TYPE_CHECKING:
     from benchmark.compare.sides import Side
-    from benchmark.model import CaseResult
+    from benchmark.datamodel.result import CaseResult
 
 FINGERPRINT_SUFFIX = "/bisect"
 

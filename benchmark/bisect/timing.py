@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 from benchmark.compare import job as jobs
 from benchmark.compare.output import side_result
+from benchmark.datamodel.verdict import Verdict
 from benchmark.execution import measure
-from benchmark.model import Verdict
 
 if TYPE_CHECKING:
     from benchmark.compare.sides import Side
-    from benchmark.model import Case, CaseResult
+    from benchmark.datamodel.case import Case
+    from benchmark.datamodel.result import CaseResult
 
 DECIDED = (Verdict.REGRESSION, Verdict.PASS, Verdict.IMPROVEMENT)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchmark import paths as project_paths
 from benchmark.commands._common import positive_int
-from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
+from benchmark.sandbox.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES
 
 
 def default_config_dir() -> Path:

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.bisect.search import search_cases
     from benchmark.bisect.storing import BisectStore
     from benchmark.bisect.timing import time_build
-    from benchmark.compare.counts import gate_settings
+    from benchmark.compare.instruction_counts import gate_settings
     from benchmark.compare.job import DEFAULT_BUDGET_MIN
     from benchmark.compare.run import Request, min_effects, select_cases
     from benchmark.compare.sides import CompareError, check_side

@@ -3,7 +3,7 @@
 The command parses its options into a `benchmark.compare.run.Request` and calls
 `benchmark.compare.run.compare`; the job itself (steps, workers, sequential stopping, storing)
 is `benchmark.compare`; the statistics are `benchmark.analysis.sequential`; the Markdown and the
-chart are `benchmark.report.comparison`.
+chart are `benchmark.compare.render`.
 """
 
 from __future__ import annotations

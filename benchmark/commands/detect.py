@@ -5,7 +5,7 @@ The CSV has a header and a column ``value`` (one per run, oldest first); optiona
 environment, e.g. ``driver 550.54``: where it differs from the previous run's, the environment
 changed, and that run is a candidate change point). It prints the offline change points
 (:func:`benchmark.analysis.segmentation.segment`) and the alerts the online gate would have raised had the
-runs arrived one at a time (:func:`benchmark.analysis.history.simulate_online`), each alert with the
+runs arrived one at a time (:func:`benchmark.analysis.online.simulate_online`), each alert with the
 run where the level came back (``reverted_at``) and the environment change it is attributed to.
 Exit status: 0 after a successful analysis (whatever it found), 2 when the CSV cannot be used.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from benchmark.commands._common import add_format, add_min_effect, default_min_effect, deprecated_alias, fail
 
 if TYPE_CHECKING:  # numpy and the model load when a series is read, not at `benchmark --help`
-    from benchmark.model import Series
+    from benchmark.datamodel.series import Series
 
 
 # --help's description: the module's docstring in plain words
@@ -97,7 +97,7 @@ def read_series(path: str) -> Series:
         raise SeriesError(f"{path}: no runs (the file has a header but no rows)")
     import numpy as np
 
-    from benchmark.model import Series
+    from benchmark.datamodel.series import Series
 
     return Series(
         values=np.asarray(values, dtype=float),

@@ -25,9 +25,9 @@ from benchmark.commands._common import (
     open_history,
     resolve_run,
 )
-from benchmark.metrics import CONFIDENCE, intervals_line
+from benchmark.datamodel.metrics import CONFIDENCE, intervals_line
 from benchmark.paths import GATES_PATH, RUN_GROUP_ENV
-from benchmark.report.text import (
+from benchmark.report.words import (
     event_lines,
     format_decision,
     format_decision_brief,

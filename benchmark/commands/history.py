@@ -18,7 +18,7 @@ from benchmark.commands._common import (
 from benchmark.units import format_value
 
 if TYPE_CHECKING:
-    from benchmark.records import HistoryPoint
+    from benchmark.datamodel.series import HistoryPoint
 
 
 def register(subparsers) -> None:

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.bisect.builds import BuildError
     from benchmark.bisect.index import BuildEnvs, index_builds
     from benchmark.commands._common import CommandError
-    from benchmark.compare.counts import gate_settings
+    from benchmark.compare.instruction_counts import gate_settings
     from benchmark.compare.run import Request, select_cases
     from benchmark.instructions import callgrind as instructions
     from benchmark.instructions.counting_pass import default_jobs

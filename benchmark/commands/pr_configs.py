@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from benchmark.commands._common import deprecated_alias, fail
-from benchmark.pr_changes import MAX_FILE_BYTES, MAX_FILES, ChangeError, diff, extract
+from benchmark.pullrequest.changes import MAX_FILE_BYTES, MAX_FILES, ChangeError, diff, extract
 from benchmark.text import safe_line
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from benchmark.commands._common import fail
-from benchmark.pr_changes import ChangeError, diff, path_reasons, scope
+from benchmark.pullrequest.changes import ChangeError, diff, path_reasons, scope
 from benchmark.text import safe_line
 
 

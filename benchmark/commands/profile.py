@@ -60,7 +60,7 @@ def _copies_line(copies: dict | None) -> str:
 
 @command("profile")
 def cmd_profile(args: argparse.Namespace) -> int:
-    from benchmark.profile import diff_tables, format_phases, format_table
+    from benchmark.runners.profile_tables import diff_tables, format_phases, format_table
 
     with open_history(args.db) as store:
         run_id = resolve_run(store, args.run)

@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.analysis import sequential as seq
 from benchmark.compare.sides import CompareError, Side
+from benchmark.datamodel.verdict import Verdict, verdict_words
 from benchmark.execution import measure, trials
 from benchmark.execution.cores import allowed as allowed_cores
 from benchmark.execution.cores import pin_process
 from benchmark.execution.replies import TrialRecord
 from benchmark.execution.workers import Worker, Workers
-from benchmark.model import Verdict, verdict_words
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
     from benchmark.analysis.deterministic import CountComparison
     from benchmark.analysis.sequential import SequentialOutcome
+    from benchmark.datamodel.case import Case
+    from benchmark.datamodel.result import CaseResult, ProcessValue
     from benchmark.execution import measure
-    from benchmark.model import Case, CaseResult
-    from benchmark.records import ProcessValue
 
 from benchmark.compare.settings import (  # noqa: F401 (the defaults, read from here too)
     DEFAULT_ALPHA,

@@ -14,8 +14,8 @@ from rich.live import Live
 from rich.table import Table
 
 from benchmark.compare.job import Job, step_line
-from benchmark.model import verdict_words
-from benchmark.report.comparison import interval_level
+from benchmark.compare.render import interval_level
+from benchmark.datamodel.verdict import verdict_words
 from benchmark.units import MISSING, format_ratio_change
 
 LINE_EVERY_S = 15.0

@@ -9,18 +9,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmark import environment
 from benchmark.analysis import sequential as seq
-from benchmark.compare.counts import count_dict, side_count_result
+from benchmark.analysis.processes import summarize_processes
+from benchmark.compare.instruction_counts import count_dict, side_count_result
 from benchmark.compare.job import SIDES, CaseState, Job
-from benchmark.model import CaseResult, Verdict, verdict_words
-from benchmark.records import Stats
-from benchmark.report.comparison import inconclusive_words
-from benchmark.results import summarize_processes
+from benchmark.compare.render import inconclusive_words
+from benchmark.datamodel import environment
+from benchmark.datamodel.result import CaseResult, Stats
+from benchmark.datamodel.verdict import Verdict, verdict_words
 from benchmark.units import format_ratio_change
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark.model import CaseResult, Verdict, verdict_words
+    from benchmark.datamodel.result import CaseResult
+    from benchmark.datamodel.verdict import Verdict, verdict_words
 
 
 def case_line(s: CaseState) -> str:

@@ -20,21 +20,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmark import runners
-from benchmark.compare import counts
+from benchmark.compare import instruction_counts as counts
 from benchmark.compare import job as jobs
+from benchmark.compare import render as comparison
 from benchmark.compare.live import Progress
 from benchmark.compare.output import case_line, job_dict, store_job
+from benchmark.compare.render import interval_level
 from benchmark.compare.sides import CompareError, check_sides
 from benchmark.config import load_paths, selection
 from benchmark.execution import cores, measure
 from benchmark.gate.settings import load_gates, with_min_effect
 from benchmark.paths import CHECKOUT_DIR, CONFIGS_DIR, db_url
-from benchmark.report import comparison
-from benchmark.report.comparison import interval_level
 from benchmark.store import open_store
 
 if TYPE_CHECKING:
-    from benchmark.model import Case
+    from benchmark.datamodel.case import Case
 
 
 @dataclasses.dataclass(frozen=True)

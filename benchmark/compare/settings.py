@@ -3,7 +3,7 @@ them without importing the job (numpy, scipy)."""
 
 from __future__ import annotations
 
-from benchmark.limits import DEFAULT_PROCESSES
+from benchmark.sandbox.limits import DEFAULT_PROCESSES
 
 SIDES = ("A", "B")
 DEFAULT_BUDGET_MIN = 10.0

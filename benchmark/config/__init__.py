@@ -17,7 +17,7 @@ stable id and a hash of its fully expanded config.
 
 Configs are data: files are read with ``yaml.safe_load`` semantics (a tag that would construct an
 object is an error), names are checked against strict patterns, and nothing is executed. Caps come
-before any work they bound (`benchmark.limits`): a file's size before it is read, list lengths
+before any work they bound (`benchmark.sandbox.limits`): a file's size before it is read, list lengths
 and the node count while it is parsed, the case count of the whole file (from the grid's lengths)
 before any entry is expanded, and each case's memory footprint before anything is allocated. Every
 problem is reported as one ``ConfigIssue`` naming the file, the case, the field and the YAML line.
@@ -42,8 +42,8 @@ from benchmark.config.yaml_lines import (
     pydantic_field,
     pydantic_issues,
 )
-from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, MAX_FILE_BYTES, MAX_FILE_CASES
-from benchmark.model import Case
+from benchmark.datamodel.case import Case
+from benchmark.sandbox.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, MAX_FILE_BYTES, MAX_FILE_CASES
 
 
 def _display_path(path: Path) -> str:

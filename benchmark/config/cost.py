@@ -18,9 +18,9 @@ import math
 from collections.abc import Iterable
 
 from benchmark import kinds
+from benchmark.datamodel.case import Case
 from benchmark.execution.measure import MeasureSettings
-from benchmark.limits import QUICK_PROCESSES, trial_budget_s
-from benchmark.model import Case
+from benchmark.sandbox.limits import QUICK_PROCESSES, trial_budget_s
 
 START_S = 1.0  # preparing a case in a worker that has paddle imported
 GENERATE_BYTES_PER_S = 5e8

@@ -19,10 +19,9 @@ from benchmark import kinds
 from benchmark.config import indexed
 from benchmark.config.schema import DTYPES, MAX_LIST_TENSORS, VAR_RE, TensorSpec, check_dtype
 from benchmark.config.yaml_lines import line_for, pydantic_field, pydantic_issues
+from benchmark.datamodel.case import Case, Spec, Tensor, config_hash
 from benchmark.kinds import op_arguments
 from benchmark.kinds.program import branch_lists, program_steps
-from benchmark.model import Case, Spec, Tensor
-from benchmark.records import config_hash
 
 # What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.=+-]|\.(?=\.)")

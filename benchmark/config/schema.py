@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from benchmark import allowlist, kinds
-from benchmark.limits import MEASURE_CEILINGS
+from benchmark import kinds
+from benchmark.sandbox import allowlist
+from benchmark.sandbox.limits import MEASURE_CEILINGS
 
 MODES = ("dynamic", "static", "to_static")
 DTYPES = {
@@ -37,7 +38,7 @@ KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
 VAR_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
 # What a case id may hold (it names files under --bench-trace-dir): anything else becomes '_'.
 # Caps checked before anything is expanded or allocated; each has an override where it is used.
-# (DEFAULT_MAX_CASES and DEFAULT_MAX_BYTES live in benchmark.limits, imported above.)
+# (DEFAULT_MAX_CASES and DEFAULT_MAX_BYTES live in benchmark.sandbox.limits, imported above.)
 MAX_YAML_DEPTH = 32  # nesting of mappings and lists in a config file
 MAX_DEVICES = 64  # data parallel ranks of one model case
 MAX_STRING = 256  # characters of a string value in attrs, args or a grid
@@ -155,7 +156,7 @@ class TensorSpec(_Strict):
     requires_grad: bool | None = None
     # An index input (its dtype defaults to int64; `low` and `high` come from the indexed input).
     index: IndexSpec | None = None
-    # Values an op needs beyond a range (benchmark.model.Tensor.values): "sorted" (ascending along the
+    # Values an op needs beyond a range (benchmark.datamodel.case.Tensor.values): "sorted" (ascending along the
     # last axis: segment ids), "positive_definite" (square matrices in the last two dimensions:
     # cholesky), {boxes_in: <input>, side: [low, high]} ([N, 4] boxes x1, y1, x2, y2 inside that NCHW
     # input's image, their sides in [low, high] pixels, by default 1 to half the image) or
@@ -311,7 +312,7 @@ class CaseSpec(_Strict):
     torch_op: str | None = None
     tolerance: dict[str, float] | None = None
     # layer kind: a class on the allowlist's `layer` section, built once from `args` (its constructor's
-    # keyword arguments, benchmark.layers.check_args); the step is its forward on `inputs` with `attrs`
+    # keyword arguments, benchmark.sandbox.nn_layers.check_args); the step is its forward on `inputs` with `attrs`
     layer: str | None = None
     # program kind
     feed: dict[str, TensorSpec] | None = None

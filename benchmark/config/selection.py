@@ -13,8 +13,7 @@ from collections.abc import Callable
 from _pytest.mark.expression import Expression
 
 from benchmark.config.schema import OPT_IN_TAGS
-from benchmark.model import Case
-from benchmark.records import config_hash
+from benchmark.datamodel.case import Case, config_hash
 
 
 def csv(value: str | None) -> list[str] | None:

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from benchmark.config.schema import MAX_YAML_DEPTH
-from benchmark.limits import MAX_LIST_ITEMS, MAX_YAML_NODES
+from benchmark.sandbox.limits import MAX_LIST_ITEMS, MAX_YAML_NODES
 
 
 class ConfigYAMLError(yaml.YAMLError):

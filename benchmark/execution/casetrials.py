@@ -2,7 +2,7 @@
 
 `CaseTrials.add` takes each trial's record (benchmark.runners.worker's `time` task) as it comes
 in; `finish` makes the case's result: the run value is the median of the per-process medians, the
-raw samples are pooled, each process keeps its entry (benchmark.results.summarize_processes).
+raw samples are pooled, each process keeps its entry (benchmark.analysis.processes.summarize_processes).
 `apply_checks` adds the record of the checks after timing (reference check, torch timing, profile
 pass), in-process or from the `checks` worker task.
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from benchmark.analysis.processes import summarize_processes
 from benchmark.analysis.summary import stability_warnings
+from benchmark.datamodel.case import Case
+from benchmark.datamodel.result import CaseResult, ProcessValue, Stats
 from benchmark.execution import measure
 from benchmark.execution.replies import ChecksRecord, TrialRecord
-from benchmark.model import Case, CaseResult
-from benchmark.records import ProcessValue, Stats
-from benchmark.results import summarize_processes
 
 # pyperf warns when the standard deviation exceeds 10% of the mean; so do we, between processes.
 BETWEEN_CV_WARNING = 0.10

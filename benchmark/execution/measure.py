@@ -28,9 +28,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from benchmark.analysis.summary import stability_warnings, summarize
-from benchmark.metrics import CONFIDENCE
-from benchmark.model import CaseResult
-from benchmark.records import Stats
+from benchmark.datamodel.metrics import CONFIDENCE
+from benchmark.datamodel.result import CaseResult, Stats
 from benchmark.units import format_seconds
 
 # glibc mallopt parameters (malloc.h).

@@ -14,8 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from benchmark.records import ProcessValue
-from benchmark.results import bad_timings, process_entry
+from benchmark.datamodel.result import ProcessValue, bad_timings, process_entry
 
 OK, ERROR, SKIPPED = "ok", "error", "skipped"
 

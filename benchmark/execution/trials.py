@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmark.execution.replies import TrialRecord
 from benchmark.execution.workers import Workers
-from benchmark.limits import TRIAL_BASE_S, TRIAL_BUDGET_FACTOR, trial_timeout_s
+from benchmark.sandbox.limits import TRIAL_BASE_S, TRIAL_BUDGET_FACTOR, trial_timeout_s
 
 # The fixed limit of a request whose settings are not known here (benchmark compare's job); a
 # trial of the suite gets `trial_timeout_s` of its own settings.
@@ -111,7 +111,7 @@ def run_trials(
     runs just before the request and may return a callable run right after it (e.g. to stop a
     telemetry sampler); `on_round(r, trials)` after each round. The workers (`Workers`) are closed
     on the way out, killed if the run is interrupted. `timeout_s`: each trial's wall-clock limit;
-    None (the default) derives it from the trial's own measure settings (`benchmark.limits.trial_timeout_s`)."""
+    None (the default) derives it from the trial's own measure settings (`benchmark.sandbox.limits.trial_timeout_s`)."""
     with Workers(lambda _: new_worker()) as workers:
         for r, trials in enumerate(rounds):
             for trial in trials:

@@ -31,9 +31,9 @@ from typing import Any
 
 import psutil
 
+from benchmark.datamodel.case import Case
 from benchmark.execution.confine import worker_env
 from benchmark.execution.replies import ChecksRecord, CountRecord, TrialRecord
-from benchmark.model import Case
 
 READY_TIMEOUT_S = 600.0
 WORKER_MODULE = "benchmark.runners.worker"
@@ -73,7 +73,7 @@ class Worker:
         framework builds, must be able to import `benchmark`). `cwd`: the worker's working directory.
         `finalize_env`: called with the worker interpreter's own argument list, returns the
         environment to start it with (e.g. padded to a fixed size, see benchmark.instructions.callgrind).
-        `memory_limit`: bytes the worker may hold (`benchmark.limits.worker_memory_limit`): its
+        `memory_limit`: bytes the worker may hold (`benchmark.sandbox.limits.worker_memory_limit`): its
         host data (RLIMIT_DATA, set by the worker on itself before the framework import) and, on
         CUDA places, what each GPU gives it (FLAGS_gpu_memory_limit_mb); None: no limit (the
         instruction-count worker, whose valgrind reserves its own address space).

@@ -18,11 +18,13 @@ import numpy as np
 from benchmark.analysis.common_shift import leave_one_out_median, run_shifts
 from benchmark.analysis.fdr import adjust_pvalues
 from benchmark.analysis.pooled_noise import NoisePrior, noise_prior
+from benchmark.datamodel.metrics import TIME, MetricError, get_metric
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.series import Acknowledgement, Series, SeriesKey
+from benchmark.datamodel.verdict import Decision, Evidence, Verdict
 from benchmark.gate import numerics
 from benchmark.gate.series import YOUNG_LEVEL_RUNS, earlier_runs, judge_result, series_noise
 from benchmark.gate.settings import Gates, GateSettings
-from benchmark.metrics import TIME, MetricError, get_metric
-from benchmark.model import Acknowledgement, CaseResult, Decision, Evidence, Series, SeriesKey, Verdict
 
 # Baselines come from complete runs only, unless the caller asks for others (None: any run).
 BASELINE_RUN_STATUSES = ("complete",)
@@ -48,7 +50,7 @@ class Judgement:
 def _decision(result: CaseResult, gates: Gates) -> tuple[Decision, GateSettings]:
     try:
         s = gates.for_case(result.case_id, result.name, result.place, result.metric or TIME)
-    except MetricError as e:  # a stored metric this checkout does not define (benchmark/metrics.py)
+    except MetricError as e:  # a stored metric this checkout does not define (benchmark/datamodel/metrics.py)
         raise GateInputError(f"{result.case_id} [{result.place} {result.mode}]: {e}") from None
     m = s.definition
     d = Decision(

@@ -23,7 +23,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchmark.model import CaseResult, Decision, SeriesKey, Verdict
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.series import SeriesKey
+from benchmark.datamodel.verdict import Decision, Verdict
 
 LOSS_TOLERANCE = {"cpu": {"rtol": 1.2e-7, "atol": 0.0}, "gpu": {"rtol": 1e-3, "atol": 1e-5}}
 # (relative growth, bytes) a peak must grow by to regress: on a GPU the allocator's peak is exact; on

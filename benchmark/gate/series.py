@@ -1,7 +1,7 @@
 """How the judge (:mod:`benchmark.gate.judge`) decides one series: its run values through the online
 history detector, or an A/B of worker-process values against the previous run or another run, or
 the level rule for a deterministic metric (instruction counts); which one is the metric's
-(`benchmark.metrics.Metric.judge`). The method is in docs/detection.md ("The judge").
+(`benchmark.datamodel.metrics.Metric.judge`). The method is in docs/detection.md ("The judge").
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from benchmark.analysis.ab_test import compare_processes
 from benchmark.analysis.adjust import Adjustment, estimate
-from benchmark.analysis.compare import compare_processes
 from benchmark.analysis.deterministic import check_deterministic
 from benchmark.analysis.events import environment_events
-from benchmark.analysis.history import DEFAULT_PARAMS, Alert, latest_pvalue, simulate_online
+from benchmark.analysis.online import DEFAULT_PARAMS, Alert, latest_pvalue, simulate_online
 from benchmark.analysis.robust import between_run_noise, pooled_process_spread, process_noise
 from benchmark.analysis.standing import level_start, level_test, standing_change
+from benchmark.datamodel.metrics import get_metric
+from benchmark.datamodel.result import CaseResult, bad_timings, ok_process_values, process_probe
+from benchmark.datamodel.series import Series
+from benchmark.datamodel.verdict import Decision, Evidence, Verdict
 from benchmark.gate.settings import GateSettings
-from benchmark.metrics import get_metric
-from benchmark.model import CaseResult, Decision, Evidence, Series, Verdict
-from benchmark.records import ok_process_values, process_probe
-from benchmark.results import bad_timings
 
 # The detector tests nothing before its noise estimate has `min_noise_runs` residuals and a window
 # of two runs: a shorter history falls back to an A/B against the previous run.
@@ -535,7 +535,7 @@ def judge_result(
 ) -> None:
     """Decide one ok result into ``d``: against ``baseline`` (a run id; ``b`` is that run's result
     of the series, or None) or, when it is None, against the series' history ``base`` (a
-    :class:`~benchmark.model.Series`), ``envs`` holding each run's environment and ``earlier``
+    :class:`~benchmark.datamodel.series.Series`), ``envs`` holding each run's environment and ``earlier``
     the series' `earlier_runs` (None for a metric judged by level)."""
     raw = result.samples or []
     batch = result.batch_size

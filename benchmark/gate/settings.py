@@ -7,7 +7,7 @@
       history_runs: 100     # runs of a series the history gate looks at
       probe_adjust: true    # judge time series on values adjusted by the reference probe, where
                             # their history shows it lowers their noise (benchmark/analysis/adjust.py)
-    instructions:           # a section per other stored metric (benchmark/metrics.py), optional
+    instructions:           # a section per other stored metric (benchmark/datamodel/metrics.py), optional
       min_effect: 0.01      # 1%: the counts repeat to ~0.01% between runs
       noise_floor: 0.001    # the noise assumed at least, relative (deterministic metrics only)
     overrides:              # first match wins, on top of the defaults
@@ -17,7 +17,7 @@
         min_effect: 0.08
 
 The metric names, their directions and their default minimum effects and noise floors come from
-the registry (:mod:`benchmark.metrics`). Loaded with the same care as the benchmark configs: safe
+the registry (:mod:`benchmark.datamodel.metrics`). Loaded with the same care as the benchmark configs: safe
 YAML, unknown fields rejected, one clear line per problem naming the file and the field.
 """
 
@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from benchmark.analysis.pooled_noise import NoisePrior
-from benchmark.metrics import METRICS, TIME, Metric, MetricError, get_metric
+from benchmark.datamodel.metrics import METRICS, TIME, Metric, MetricError, get_metric
 from benchmark.paths import GATES_PATH
 
 

@@ -42,10 +42,9 @@ import time
 from pathlib import Path
 
 from benchmark.analysis.summary import summarize
+from benchmark.datamodel.result import CaseResult, Stats
 from benchmark.execution import measure
 from benchmark.execution.replies import CountRecord
-from benchmark.model import CaseResult
-from benchmark.records import Stats
 
 METRIC = "instructions"
 UNIT = "instructions"

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from benchmark import kinds
+from benchmark.datamodel.result import CaseResult
 from benchmark.execution.workers import WORKER_MODULE, Worker
 from benchmark.instructions.callgrind import (
     CASE_TIMEOUT_S,
@@ -32,7 +33,6 @@ from benchmark.instructions.callgrind import (
     pad_env,
     worker_env,
 )
-from benchmark.model import CaseResult
 
 
 class _Slot:

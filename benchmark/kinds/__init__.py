@@ -5,7 +5,7 @@ schema fields, its expansion hooks, its cost, its runner (by dotted path), its c
 and what the suite offers it. The config schema, the grid expansion, the cost estimate, the
 runners' dispatch, the callgrind pass and the pytest markers all read the registry :data:`KINDS`;
 adding a kind is one module here defining ``KIND``, plus its tests: the package finds it. Nothing of
-the harness is imported but :mod:`benchmark.layers`, so every package can read it.
+the harness is imported but :mod:`benchmark.sandbox.nn_layers`, so every package can read it.
 """
 
 from __future__ import annotations

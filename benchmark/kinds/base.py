@@ -1,5 +1,5 @@
 """What a case kind is: :class:`Kind`, one object per kind, declared in its own module of
-:mod:`benchmark.kinds`. It imports nothing of the harness but :mod:`benchmark.layers` (pure): the
+:mod:`benchmark.kinds`. It imports nothing of the harness but :mod:`benchmark.sandbox.nn_layers` (pure): the
 config package, which reads the registry, lends the hooks what they need as arguments (`checks`,
 `Sizes`)."""
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark import layers
 from benchmark.kinds.base import Kind, Problem, Sizes, op_arguments
+from benchmark.sandbox import nn_layers as layers
 
 
 def _case(cfg: dict[str, Any], checks: Any, sizes: Sizes) -> list[Problem]:
-    """The constructor's arguments are plain (`benchmark.layers.check_args`, no framework imported),
+    """The constructor's arguments are plain (`benchmark.sandbox.nn_layers.check_args`, no framework imported),
     its parameters (and their gradients, backward) fit `max_bytes` with its inputs, and, where the
     framework is here, the class takes these arguments and its forward these inputs."""
     args = cfg.get("args") or {}

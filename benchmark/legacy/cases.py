@@ -9,12 +9,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from benchmark import allowlist
 from benchmark.legacy import ops as T
 from benchmark.legacy.values import (
     NotConvertible,
     split_params,
 )
+from benchmark.sandbox import allowlist
 
 _REF = re.compile(
     r"^(?:attr:(?P<attr>[A-Za-z_]\w*)|(?P<input>[A-Za-z_]\w*)\.(?P<dim>-?\d+|min|count|[A-Za-z_]\w*))"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchmark import legacy, runners
 from benchmark.config import load_paths
-from benchmark.limits import DEFAULT_MAX_CASES
+from benchmark.sandbox.limits import DEFAULT_MAX_CASES
 
 MAX_LEGACY_DEPTH = 32  # a legacy config is a list of flat configs, their param_info two levels down
 

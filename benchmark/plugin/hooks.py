@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchmark import kinds
-from benchmark.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, DEFAULT_PROCESSES, QUICK_PROCESSES
+from benchmark.sandbox.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_CASES, DEFAULT_PROCESSES, QUICK_PROCESSES
 
 if TYPE_CHECKING:
     from benchmark.plugin.session import BenchSession

@@ -15,16 +15,18 @@ from typing import Any
 
 import pytest
 
-from benchmark import kinds, limits, runners
+from benchmark import kinds, runners
+from benchmark.datamodel.case import Case
+from benchmark.datamodel.result import CaseResult
 from benchmark.execution import measure, trials
 from benchmark.execution.casetrials import CaseTrials, apply_checks
 from benchmark.execution.replies import ChecksRecord
 from benchmark.execution.workers import Worker, Workers
 from benchmark.gate.judge import CONFIRMATION_KEY, confirmation_key, judge, judge_attempts, needs_confirmation
-from benchmark.model import Case, CaseResult
 from benchmark.plugin.session import BenchSession, item_cases
 from benchmark.plugin.terminal import Progress, counts
-from benchmark.report.text import format_decision
+from benchmark.report.words import format_decision
+from benchmark.sandbox import limits
 from benchmark.telemetry.devices import nvml_device_index
 from benchmark.telemetry.sampler import NvmlSampler
 
@@ -267,7 +269,7 @@ def case_processes(bench: BenchSession, case: Case) -> int:
 
 
 def worker_memory_limit(bench: BenchSession) -> int:
-    """What a timing or checks worker may hold (`benchmark.limits.worker_memory_limit` of
+    """What a timing or checks worker may hold (`benchmark.sandbox.limits.worker_memory_limit` of
     --bench-max-bytes)."""
     return limits.worker_memory_limit(bench.config.getoption("bench_max_bytes"))
 

@@ -22,21 +22,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmark import environment, kinds, runners
+from benchmark import kinds, runners
 from benchmark.config import load_paths
 from benchmark.config.selection import as_torch_case, csv, select_cases, shard_cases
-from benchmark.environment import MachineDescription, RunDescription
+from benchmark.datamodel import environment
+from benchmark.datamodel.case import Case
+from benchmark.datamodel.environment import MachineDescription, RunDescription
+from benchmark.datamodel.result import CaseResult, Stats, json_safe, timing_problem
 from benchmark.execution import cores, measure
 from benchmark.gate.judge import judge
 from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions.counting_pass import InstructionPass, default_jobs
-from benchmark.limits import DEFAULT_PROCESSES, QUICK_PROCESSES
-from benchmark.model import Case, CaseResult
 from benchmark.paths import RUN_GROUP_ENV
 from benchmark.plugin import compat
-from benchmark.records import Stats
-from benchmark.results import json_safe, timing_problem
+from benchmark.sandbox.limits import DEFAULT_PROCESSES, QUICK_PROCESSES
 from benchmark.store import StoreError, open_store
 from benchmark.store.core import HEARTBEAT_PERIOD_S
 from benchmark.telemetry.devices import warn_once

@@ -15,13 +15,12 @@ import pytest
 
 from benchmark.analysis.summary import DIAGNOSTICS, diagnostic_kind
 from benchmark.config.selection import csv
+from benchmark.datamodel.metrics import CONFIDENCE, METRICS, TIME, get_metric
+from benchmark.datamodel.result import Stats, imprecision, interval_half
 from benchmark.execution import measure
 from benchmark.execution.replies import TrialRecord
 from benchmark.instructions.callgrind import spread
-from benchmark.metrics import CONFIDENCE, METRICS, TIME, get_metric
 from benchmark.plugin.session import BenchSession
-from benchmark.records import Stats
-from benchmark.results import imprecision, interval_half
 
 
 def header_line(bench: BenchSession) -> str:
@@ -137,7 +136,7 @@ def check_required_places(session: pytest.Session, bench: BenchSession) -> None:
 
 def write_summary(tr, bench: BenchSession) -> None:
     """The summary table of the run's time results (collection order), a table per other metric
-    (instruction counts; benchmark/metrics.py gives each one's label and unit), the cases not run
+    (instruction counts; benchmark/datamodel/metrics.py gives each one's label and unit), the cases not run
     on this machine (a short section of their own, one line per reason), where the results went,
     and the problems of the session (one line each)."""
     if bench.disabled:
@@ -302,7 +301,7 @@ BUSY_SHARE = 0.5
 
 def case_warnings(r) -> list[str]:
     """A time result's warnings: those recorded with it, and whether the interval the table shows for
-    it is too wide (`benchmark.results.imprecision`: the same interval, the same rule)."""
+    it is too wide (`benchmark.datamodel.result.imprecision`: the same interval, the same rule)."""
     found = imprecision(r.stats)
     return [*r.warnings, found] if found else list(r.warnings)
 

@@ -9,15 +9,16 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from benchmark.model import CaseResult, Series
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.series import Series
 from benchmark.report import jobs, markdown, night
 from benchmark.report.parallel import parallel_map
 from benchmark.report.run_rows import (
     Row,
     analyse_one,
-    compare_run,
     default_min_effect,
     judged_by_series,
+    judged_rows,
     judged_run_id,
 )
 
@@ -60,7 +61,7 @@ def plot_history(
     judged = store.run(judged_run) if judged_run is not None else None
     if run_id is not None and judged is None:
         raise LookupError(f"there is no run {run_id} in {store.display_url}")
-    all_rows = compare_run(store, judged.id, baseline, min_effect=min_effect) if judged else []
+    all_rows = judged_rows(store, judged.id, baseline, min_effect=min_effect) if judged else []
     if judged is not None:
         by_series = judged_by_series(all_rows, judged.machine)
         analyses = [a.with_judged(by_series.get(s.report_key)) for s, a in zip(series, analyses, strict=True)]
@@ -93,7 +94,7 @@ def markdown_report(
     A/B chart and the trend plots of the series that changed are rendered there, and the report says
     so (unless `plots_url` says where readers find them)."""
     min_effect = default_min_effect() if min_effect is None else min_effect
-    rows = compare_run(store, run_id, baseline, min_effect=min_effect)
+    rows = judged_rows(store, run_id, baseline, min_effect=min_effect)
     run = store.run(run_id)
     if run is None:
         raise LookupError(f"there is no run {run_id} in {store.display_url}")

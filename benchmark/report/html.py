@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.run import SIDE_JOBS, RunRecord
+from benchmark.datamodel.series import Series
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
-from benchmark.model import CaseResult, Series
-from benchmark.records import SIDE_JOBS, RunRecord
 from benchmark.report import jobs, night, pages
 from benchmark.report.htmlkit import Entry
 from benchmark.report.parallel import parallel_map
@@ -28,9 +29,9 @@ from benchmark.report.run_rows import (
     Row,
     SeriesAnalysis,
     analyse_one,
-    compare_run,
     default_min_effect,
     judged_by_series,
+    judged_rows,
     judged_run_id,
     latest_complete,
     series_min_effect,
@@ -194,7 +195,7 @@ def _compare(store, run_id: int | None, baseline: int | None, min_effect: float)
     run, partial = _judged_run(store, run_id)
     if run is None:
         return None, [], [], []
-    return run, compare_run(store, run.id, baseline, min_effect=min_effect), store.results(run.id), partial
+    return run, judged_rows(store, run.id, baseline, min_effect=min_effect), store.results(run.id), partial
 
 
 def _jobs(entries, run, rows, results, baseline, out: Path, all_plots: bool, formats) -> list[jobs.PlotJob]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from benchmark.model import Series
+from benchmark.datamodel.series import Series
 from benchmark.report.run_rows import NOT_IN_RUN, SeriesAnalysis
 from benchmark.text import safe_text
 from benchmark.units import MISSING, SECONDS, SIGNIFICANT_DIGITS, format_value, time_scale

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmark.model import CaseResult, Series
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.series import Series
 from benchmark.report import plots, trend
 from benchmark.report.parallel import parallel_map
 from benchmark.report.plots import has_timeline

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.metrics import METRICS, TIME
+from benchmark.datamodel.metrics import METRICS, TIME
 
 
 class KnownMetrics:
     """`store` read through: `results`, `history`, `series` and `baselines` leave out the results whose
-    metric is not in :data:`benchmark.metrics.METRICS`; everything else is the store's own."""
+    metric is not in :data:`benchmark.datamodel.metrics.METRICS`; everything else is the store's own."""
 
     def __init__(self, store: Any):
         self._store = store

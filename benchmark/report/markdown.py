@@ -3,7 +3,7 @@
 Text people can copy and search: the counts, the gate verdict, a table of regressions and of
 improvements (case, place, mode, baseline median, new median, effect with its interval, evidence,
 baseline used), what the online history detector says, the inconclusive cases and the errors, and
-where the plots are. The decisions come from :func:`benchmark.report.run_rows.compare_run`;
+where the plots are. The decisions come from :func:`benchmark.report.run_rows.judged_rows`;
 this module only formats them (a pure function of its arguments).
 
 Everything that comes from a user (case ids, messages, commits) is escaped for GitHub-flavoured
@@ -19,11 +19,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from benchmark.metrics import CONFIDENCE, intervals_line
-from benchmark.model import verdict_words
-from benchmark.records import RunRecord
-from benchmark.report import text as words
-from benchmark.report.run_rows import BASELINE_TEXT, ERROR_STATUSES, Row, counts, gate_passed, run_notice
+from benchmark.datamodel.metrics import CONFIDENCE, intervals_line
+from benchmark.datamodel.run import RunRecord
+from benchmark.datamodel.verdict import verdict_words
+from benchmark.report import words
+from benchmark.report.run_rows import BASELINE_TEXT, ERROR_STATUSES, Row, gate_passed, run_notice, tally
 from benchmark.text import safe_text
 from benchmark.units import format_percent, format_value
 
@@ -200,7 +200,7 @@ def _not_run(rows: list[Row]) -> str:
 
 
 def _counts_table(rows: list[Row]) -> str:
-    c = counts(rows)
+    c = tally(rows)
     keys = ("cases", "regressions", "improvements", "inconclusive", "pass", "new", "errors", "skipped")
     return _table(list(keys), ("---:",) * len(keys), [[str(c[k]) for k in keys]])
 
@@ -210,7 +210,7 @@ def _gate_line(rows: list[Row], baseline: int | None = None) -> str:
     notice = run_notice(rows, baseline)
     if notice:
         return f"**Gate: PASS** ({text(notice)})"
-    c = counts(rows)
+    c = tally(rows)
     tested = sum(1 for r in rows if math.isfinite(r.p_value))
     effects = sorted({r.min_effect for r in rows if r.metric == "time"})
     if len(effects) == 1:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.metrics import CONFIDENCE, intervals_line
-from benchmark.records import RunRecord, job_of
-from benchmark.report import text as words
+from benchmark.datamodel.metrics import CONFIDENCE, intervals_line
+from benchmark.datamodel.run import RunRecord, job_of
+from benchmark.report import words
 from benchmark.report.htmlkit import (
     FILTER_JS,
     Entry,
@@ -25,7 +25,7 @@ from benchmark.report.htmlkit import (
     short_commit,
     status_why,
 )
-from benchmark.report.run_rows import BASELINE_TEXT, STATUS_ORDER, Row, counts, gate_passed, ran, run_notice
+from benchmark.report.run_rows import BASELINE_TEXT, STATUS_ORDER, Row, gate_passed, ran, run_notice, tally
 from benchmark.report.svg import sparkline_svg, trend_svg
 from benchmark.units import MISSING
 
@@ -73,7 +73,7 @@ def run_section(
     runs after it (the index opens on the latest complete run and says why)."""
     if run is None:
         return ""
-    c = counts(rows)
+    c = tally(rows)
     verdict = '<span class="pass">PASS</span>' if gate_passed(rows) else '<span class="fail">FAIL</span>'
     notice = run_notice(rows)
     if notice:

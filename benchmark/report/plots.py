@@ -25,12 +25,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from benchmark.metrics import CONFIDENCE  # noqa: E402
-from benchmark.model import (  # noqa: E402
-    CaseResult,  # noqa: E402
-    Verdict,
-    verdict_words,
-)
+from benchmark.datamodel.metrics import CONFIDENCE  # noqa: E402
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.verdict import Verdict, verdict_words
 from benchmark.report.run_rows import Row  # noqa: E402
 from benchmark.text import safe_text  # noqa: E402
 

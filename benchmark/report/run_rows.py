@@ -1,6 +1,6 @@
 """The decisions behind the reports, read from the history store.
 
-* :func:`compare_run`: the one judge's decisions on a run (:func:`benchmark.gate.judge`) as report
+* :func:`judged_rows`: the one judge's decisions on a run (:func:`benchmark.gate.judge`) as report
   rows, so the reports, the dashboard badges and `benchmark gate` never disagree.
 * :func:`analyse`: a series' change points (`Store.series` reads it), the alerts the online detector
   would have raised, fed as the gate feeds it, and its status. The method: docs/detection.md.
@@ -19,8 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.analysis.history import Alert
+from benchmark.analysis.online import Alert
 from benchmark.analysis.segmentation import ChangePoint, segment
+from benchmark.datamodel.metrics import CONFIDENCE, TIME
+from benchmark.datamodel.run import RunRecord
+from benchmark.datamodel.series import Series
+from benchmark.datamodel.verdict import FAILING, Evidence, Verdict, verdict_words
 from benchmark.gate.judge import Decision, GateInputError, evaluate, nothing_to_compare
 from benchmark.gate.series import detector_feed, online_alerts
 from benchmark.gate.settings import (
@@ -31,10 +35,7 @@ from benchmark.gate.settings import (
     load_gates,
     with_min_effect,
 )
-from benchmark.metrics import CONFIDENCE, TIME
-from benchmark.model import FAILING, Evidence, Series, Verdict, verdict_words
-from benchmark.records import RunRecord
-from benchmark.report import text as words
+from benchmark.report import words
 
 # The gate's built-in defaults (benchmark/gate/settings.py); configs/gates.yaml's are read when it exists.
 DEFAULT_MIN_EFFECT = GateDefaults().min_effect
@@ -84,7 +85,7 @@ class Row:
     config_hash: str
     verdict: Verdict
     """The judge's verdict (benchmark.gate.judge): what the gate, the badge and the reports say (the
-    A/B chart words it slower, faster, same: `benchmark.model.VERDICT_WORDS`)."""
+    A/B chart words it slower, faster, same: `benchmark.datamodel.verdict.VERDICT_WORDS`)."""
     unit: str = "s"
     new_median: float | None = None
     # The new run's value adjusted by the reference probe where the judge used it; then the
@@ -108,7 +109,7 @@ class Row:
     history_change_run_id: int | None = None
     metric: str = TIME
     """The stored metric of the row's series: time (gated as time or throughput), instructions
-    (--bench-instructions), ... (benchmark/metrics.py)."""
+    (--bench-instructions), ... (benchmark/datamodel/metrics.py)."""
     evidence_kind: Evidence = Evidence.NONE
     """Where the judge's evidence came from."""
     processes: int = 0
@@ -184,7 +185,7 @@ def _row(d: Decision, commits: Mapping[int, str | None]) -> Row:
     )
 
 
-def compare_run(
+def judged_rows(
     store,
     run_id: int,
     baseline: int | None = None,
@@ -211,7 +212,7 @@ def compare_run(
     return [_row(d, commits) for d in decisions]
 
 
-def counts(rows: Iterable[Row]) -> dict[str, int]:
+def tally(rows: Iterable[Row]) -> dict[str, int]:
     """cases, regressions, improvements, inconclusive, pass, new, errors, skipped."""
     rows = list(rows)
     by = {v: sum(r.verdict == v for r in rows) for v in Verdict}
@@ -246,7 +247,7 @@ class Judged:
     """What the judge said about one series in the judged run, in the words every view shows."""
 
     status: str
-    """The dashboard's status word for the verdict (`benchmark.model.VERDICT_WORDS`)."""
+    """The dashboard's status word for the verdict (`benchmark.datamodel.verdict.VERDICT_WORDS`)."""
     effect: str = ""
     """The effect with its interval, as `benchmark gate` prints it (``+4.8% (+2.1% .. +7.6%)``);
     "" where the verdict has no number (new, skipped, error)."""

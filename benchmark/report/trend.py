@@ -14,8 +14,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
 from benchmark.analysis.adjust import estimate
-from benchmark.metrics import CONFIDENCE, TIME, get_metric, views_of
-from benchmark.model import Series, Verdict
+from benchmark.datamodel.metrics import CONFIDENCE, TIME, get_metric, views_of
+from benchmark.datamodel.series import Series
+from benchmark.datamodel.verdict import Verdict
 from benchmark.report.plots import (
     IMPROVEMENT_COLOR,
     REGRESSION_COLOR,

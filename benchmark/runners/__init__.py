@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 
 from benchmark import kinds
-from benchmark.model import Case
+from benchmark.datamodel.case import Case
 from benchmark.runners.base import Prepared, RunnerUnavailable
 
 __all__ = [

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark import allowlist
+from benchmark.sandbox import allowlist
 
 
 class RunnerUnavailable(Exception):
@@ -59,7 +59,7 @@ def resolve_allowed(
 ) -> Any:
     """The function a config names in `field` ("op", "reference" or "torch_op"), or with `classes`
     the class it names (field "layer"), or ValueError saying
-    why. Only names on the operator allowlist (`benchmark.allowlist`, deny by default) resolve: the
+    why. Only names on the operator allowlist (`benchmark.sandbox.allowlist`, deny by default) resolve: the
     namespace is imported by its reviewed name and the function looked up in it, so no chain of
     attributes a config spells out is ever walked.
 

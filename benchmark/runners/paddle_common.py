@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.model import Tensor
+from benchmark.datamodel.case import Tensor
 from benchmark.runners.base import RunnerUnavailable
 
 

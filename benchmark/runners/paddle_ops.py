@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from benchmark.config.attr_types import mistyped
-from benchmark.model import Case, Spec, Tensor
+from benchmark.datamodel.case import Case, Spec, Tensor
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared, RunnerUnavailable, resolve_allowed
 

@@ -4,7 +4,7 @@ Run it after the timed measurement, never inside it: the profiler slows every ev
 events come from the profiler's result tree (``Profiler.profiler_result.get_data()``: one
 ``HostPythonNode`` tree per thread, each node with ``children_node``, ``runtime_node`` (CUDA runtime
 calls) and, under those, ``device_node`` (kernels, memcpy, memset with ``num_bytes``)), not from the
-printed summary. `benchmark.profile` turns the flat list into the operator table and copy counts.
+printed summary. `benchmark.runners.profile_tables` turns the flat list into the operator table and copy counts.
 
 Device time, two figures (``record["device_time"]``, CUDA places only):
 
@@ -228,10 +228,10 @@ def profile_record(
     top: int | None = None,
     keep_events: bool = False,
 ) -> dict[str, Any]:
-    """The profile pass as a `CaseResult.profile` record: `benchmark.profile.summarize` of the events,
+    """The profile pass as a `CaseResult.profile` record: `benchmark.runners.profile_tables.summarize` of the events,
     plus ``device_time`` (kernel time beside event time per step, module doc; None on CPU),
     ``profile_s`` (wall time the pass took), ``trace_path`` and, with `keep_events`, the events."""
-    from benchmark.profile import summarize
+    from benchmark.runners.profile_tables import summarize
 
     t0 = time.perf_counter()
     events = profile_steps(prepared, place, steps=steps, trace_path=trace_path)

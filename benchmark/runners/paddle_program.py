@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.model import Case, ProgramStep, Spec, Tensor
+from benchmark.datamodel.case import Case, ProgramStep, Spec, Tensor
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared
 from benchmark.runners.paddle_ops import resolve_op

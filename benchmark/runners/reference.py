@@ -1,7 +1,7 @@
 """Reference implementations for op cases: numpy or torch functions named in a case's ``reference``.
 
 `resolve_reference` admits only the names on the operator allowlist's `reference` list (numeric
-numpy, scipy.special and torch functions; configs are data, see `benchmark.allowlist`).
+numpy, scipy.special and torch functions; configs are data, see `benchmark.sandbox.allowlist`).
 
 `reference_outputs` computes, from the case's own inputs:
 
@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import accuracy, kinds
-from benchmark.model import Case
+from benchmark import kinds
+from benchmark.datamodel.case import Case
+from benchmark.runners import accuracy
 from benchmark.runners.base import RunnerUnavailable, resolve_allowed
 
 # paddle attribute -> the reference's keyword. None: handled by transforming the inputs.

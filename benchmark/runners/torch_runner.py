@@ -10,8 +10,8 @@ place that this torch build or machine lacks, raises `RunnerUnavailable` (the ca
 
 The case
 --------
-Either a `benchmark.model.Case` (its typed `spec`, the place from `case.place`) or a plain mapping
-with the fields of an op case's config plus `place` and `tf32` (validated as a `benchmark.model.Spec`):
+Either a `benchmark.datamodel.case.Case` (its typed `spec`, the place from `case.place`) or a plain mapping
+with the fields of an op case's config plus `place` and `tf32` (validated as a `benchmark.datamodel.case.Spec`):
 
     op:       "paddle.abs" / "abs" (looked up in OPS, the paddle -> torch table) or "torch.<public name>"
     torch_op: optional explicit torch function ("torch.mul"); attributes are still renamed by OPS
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.model import Case, Spec, Tensor
+from benchmark.datamodel.case import Case, Spec, Tensor
 from benchmark.runners.base import Prepared, Runner, RunnerUnavailable, resolve_allowed
 
 _PLACE = re.compile(r"^(cpu|gpu|cuda)(?::(\d+))?$")

@@ -27,7 +27,7 @@ from typing import Any
 
 from benchmark.execution.cores import pin_process
 from benchmark.execution.probe import Probe, around
-from benchmark.limits import WORKER_FRAMEWORK_BYTES
+from benchmark.sandbox.limits import WORKER_FRAMEWORK_BYTES
 
 WORKER_FRAMEWORK_GIB = WORKER_FRAMEWORK_BYTES / 1024**3
 # This process's reference probe: timed before its first trial and after each (`_time`).
@@ -294,8 +294,8 @@ def handle(
 ):
     """The record of one request line (the task's, or an error or skip record of its case)."""
     from benchmark import runners
+    from benchmark.datamodel.case import Case
     from benchmark.execution import measure
-    from benchmark.model import Case
 
     ok, reason = framework
     request = json.loads(line)

@@ -37,10 +37,20 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from benchmark.environment import MachineDescription, RunDescription, volatile_environment
-from benchmark.model import CaseResult
+from benchmark.datamodel.environment import MachineDescription, RunDescription, volatile_environment
+from benchmark.datamodel.result import CaseResult
 from benchmark.store.engine import StoreError, checkpoint, error_reason, sqlite_damage, writer
-from benchmark.store.models import (
+from benchmark.store.reads import DEFAULT_STALE_AFTER_S, StoreReads
+from benchmark.store.rows import (
+    as_dict,
+    process_rows,
+    profile_row,
+    result_row,
+    run_row,
+    telemetry_row,
+    utcnow,
+)
+from benchmark.store.tables import (
     ACKNOWLEDGEMENT,
     CASE,
     MACHINE,
@@ -52,16 +62,6 @@ from benchmark.store.models import (
     SERIES,
     TELEMETRY,
     to_datetime,
-)
-from benchmark.store.reads import DEFAULT_STALE_AFTER_S, StoreReads
-from benchmark.store.rows import (
-    as_dict,
-    process_rows,
-    profile_row,
-    result_row,
-    run_row,
-    telemetry_row,
-    utcnow,
 )
 
 T = TypeVar("T")
@@ -196,7 +196,7 @@ class Store(StoreReads):
 
     def begin_run(self, machine: MachineDescription, run: RunDescription) -> int:
         """Record the start of a run (status 'running', unless `run` says otherwise) on `machine`;
-        returns the run id. Both are the typed descriptions of `benchmark.environment`
+        returns the run id. Both are the typed descriptions of `benchmark.datamodel.environment`
         (`MachineDescription.of(collect_machine())`, `RunDescription.of(collect_run())`).
         """
         values = _run_values(machine, run)

@@ -20,7 +20,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from benchmark.store.models import json_serializer
+from benchmark.store.tables import json_serializer
 
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 SQLITE_MAGIC = b"SQLite format 3\x00"

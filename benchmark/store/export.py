@@ -20,10 +20,10 @@ from typing import Any
 
 from pytest_benchmark.stats import Stats
 
-from benchmark.model import CaseResult
-from benchmark.records import RunRecord
+from benchmark.datamodel.result import CaseResult
+from benchmark.datamodel.run import RunRecord
 from benchmark.store.core import Store
-from benchmark.store.models import to_plain
+from benchmark.store.tables import to_plain
 
 JSON_FORMAT = "benchmark-history/1"
 CSV_COLUMNS = (

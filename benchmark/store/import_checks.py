@@ -8,9 +8,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from benchmark.metrics import METRICS
-from benchmark.results import bad_timings
-from benchmark.store.models import to_datetime
+from benchmark.datamodel.metrics import METRICS
+from benchmark.datamodel.result import bad_timings
+from benchmark.store.tables import to_datetime
 
 # How far in the future a file's date may be (clock skew) before it is refused.
 FUTURE_LEEWAY = dt.timedelta(minutes=10)

@@ -25,7 +25,7 @@ from alembic.script import ScriptDirectory  # noqa: E402
 from sqlalchemy.engine import Connection, Engine  # noqa: E402
 
 from benchmark.store.engine import writer  # noqa: E402
-from benchmark.store.models import Base  # noqa: E402
+from benchmark.store.tables import Base  # noqa: E402
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "alembic_version"

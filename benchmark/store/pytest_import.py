@@ -30,9 +30,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from benchmark.analysis.summary import median_ci
-from benchmark.environment import MachineDescription, RunDescription, fingerprint
-from benchmark.model import CaseResult
-from benchmark.records import config_hash
+from benchmark.datamodel.case import config_hash
+from benchmark.datamodel.environment import MachineDescription, RunDescription, fingerprint
+from benchmark.datamodel.result import CaseResult
 from benchmark.store.core import Store
 from benchmark.store.export import PYTEST_BENCHMARK_STATS
 from benchmark.store.import_checks import (
@@ -42,7 +42,7 @@ from benchmark.store.import_checks import (
     header_problems,
     kind_of,
 )
-from benchmark.store.models import RUN
+from benchmark.store.tables import RUN
 
 IMPORT_TRIGGER = "import"
 # Appended to an imported run's machine fingerprint (the column holds 64 characters).

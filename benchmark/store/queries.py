@@ -15,9 +15,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection
 
-from benchmark.model import Series
-from benchmark.records import SIDE_JOBS, SUITE, ProcessValue
-from benchmark.store.models import (
+from benchmark.datamodel.result import ProcessValue
+from benchmark.datamodel.run import SIDE_JOBS, SUITE
+from benchmark.datamodel.series import Series
+from benchmark.store.rows import STAT_COLUMNS, process_value
+from benchmark.store.series import per_run_processes
+from benchmark.store.tables import (
     CASE,
     MACHINE,
     PROCESS,
@@ -26,8 +29,6 @@ from benchmark.store.models import (
     SERIES,
     decode_samples,
 )
-from benchmark.store.rows import STAT_COLUMNS, process_value
-from benchmark.store.series import per_run_processes
 
 # Statuses of the runs baselines are taken from, unless a caller asks for others.
 BASELINE_RUN_STATUSES = ("complete",)

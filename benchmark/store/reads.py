@@ -17,20 +17,10 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from benchmark.analysis.events import run_environment
-from benchmark.model import Acknowledgement, CaseResult, Series, SeriesKey
-from benchmark.records import SIDE_JOBS, SUITE, HistoryPoint, ProcessValue, RunRecord, Stats, job_of
+from benchmark.datamodel.result import CaseResult, ProcessValue, Stats
+from benchmark.datamodel.run import SIDE_JOBS, SUITE, RunRecord, job_of
+from benchmark.datamodel.series import Acknowledgement, HistoryPoint, Series, SeriesKey
 from benchmark.store.engine import StoreError, error_reason, shown
-from benchmark.store.models import (
-    ACKNOWLEDGEMENT,
-    CASE,
-    MACHINE,
-    PROFILE,
-    RESULT,
-    RUN,
-    SERIES,
-    TELEMETRY,
-    decode_samples,
-)
 from benchmark.store.queries import (
     BASELINE_RUN_STATUSES,
     by_result,
@@ -45,6 +35,17 @@ from benchmark.store.queries import (
 )
 from benchmark.store.rows import STAT_COLUMNS, case_result_dict, utcnow
 from benchmark.store.series import series_from_points, upto
+from benchmark.store.tables import (
+    ACKNOWLEDGEMENT,
+    CASE,
+    MACHINE,
+    PROFILE,
+    RESULT,
+    RUN,
+    SERIES,
+    TELEMETRY,
+    decode_samples,
+)
 
 # The run row's columns a `RunRecord` takes as they are.
 RUN_FIELDS = (
@@ -114,7 +115,7 @@ class StoreReads:
 
     def runs(self, limit: int | None = 20, *, jobs: Sequence[str] | None = None) -> list[RunRecord]:
         """The latest runs, newest first, each as `run` gives it; with `jobs`, only the runs of those
-        side jobs ("compare", "bisect", "night": `benchmark.records.SIDE_JOBS`)."""
+        side jobs ("compare", "bisect", "night": `benchmark.datamodel.run.SIDE_JOBS`)."""
         return self._run_records(None if jobs is None else RUN.c.trigger.in_(list(jobs)), limit)
 
     def _run_records(self, where: Any, limit: int | None) -> list[RunRecord]:
@@ -260,7 +261,7 @@ class StoreReads:
         keeps the latest N results per series. Each point carries its run's time, commit and machine
         fingerprint and its summary statistics; raw samples (float64 arrays) and the per-process
         entries (`processes`) only `with_samples`. `job` keeps the runs of one job: the suite's
-        (default), "compare", "bisect" or "night" (`benchmark.records.JOBS`); None: every run.
+        (default), "compare", "bisect" or "night" (`benchmark.datamodel.run.JOBS`); None: every run.
         """
         with self._read() as conn:
             cases = matching_cases(conn, pattern)

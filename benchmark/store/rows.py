@@ -11,11 +11,10 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchmark.environment import RunDescription
-from benchmark.model import CaseResult
-from benchmark.records import ProcessValue, config_hash
-from benchmark.results import bad_timings, timing_problem
-from benchmark.store.models import (
+from benchmark.datamodel.case import config_hash
+from benchmark.datamodel.environment import RunDescription
+from benchmark.datamodel.result import CaseResult, ProcessValue, bad_timings, timing_problem
+from benchmark.store.tables import (
     RESULT_STATUSES,
     RUN_STATUSES,
     decode_samples,
@@ -145,7 +144,7 @@ def result_row(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def process_rows(result_id: int, processes: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    """Rows of result_process from a result's `processes` entries (see `benchmark.results.process_entry`)."""
+    """Rows of result_process from a result's `processes` entries (see `benchmark.datamodel.result.process_entry`)."""
     rows = []
     for k, p in enumerate(processes or []):
         status = p.get("status") or "ok"

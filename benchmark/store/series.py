@@ -13,9 +13,9 @@ import numpy as np
 
 from benchmark.analysis.events import environment_events
 from benchmark.analysis.summary import median_ci, process_level_ci
-from benchmark.metrics import CONFIDENCE
-from benchmark.model import Series
-from benchmark.records import HistoryPoint, ProcessValue, ok_process_values, process_probe
+from benchmark.datamodel.metrics import CONFIDENCE
+from benchmark.datamodel.result import ProcessValue, ok_process_values, process_probe
+from benchmark.datamodel.series import HistoryPoint, Series
 
 
 def per_run_processes(

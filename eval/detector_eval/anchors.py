@@ -1,4 +1,4 @@
-"""The detectors compared: ours (:func:`benchmark.analysis.history.simulate_online`) and the
+"""The detectors compared: ours (:func:`benchmark.analysis.online.simulate_online`) and the
 published anchors (paddle, pytest-benchmark, asv, Bencher, Conbench, Otava) re-implemented. Online:
 an alert at index t uses values[:t+1] only."""
 
@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 from scipy import special
 
-from benchmark.analysis.history import DEFAULT_PARAMS, simulate_online
+from benchmark.analysis.online import DEFAULT_PARAMS, simulate_online
 
 from .scenarios import WARMUP, Alerts
 

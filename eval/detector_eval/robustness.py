@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmark.analysis.history import simulate_online
+from benchmark.analysis.online import simulate_online
 
 from .scenarios import ar1
 from .scoring import pct

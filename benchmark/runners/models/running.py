@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.model import Case
+from benchmark.datamodel.case import Case
 from benchmark.runners import paddle_common as pc
 from benchmark.runners.base import Prepared, RunnerUnavailable
 from benchmark.runners.models.registry import Built, ModelArgs, ModelEntry, resolve
@@ -100,7 +100,7 @@ def prepare(case: Case) -> Prepared:
             return built.loss(net(*xs), *ys)
 
     if step_kind == "train":
-        # marks for the profile pass's phases (benchmark.profile.phase_times); no-ops without a profiler
+        # marks for the profile pass's phases (benchmark.runners.profile_tables.phase_times); no-ops without a profiler
         from paddle.profiler import RecordEvent
 
         def step():

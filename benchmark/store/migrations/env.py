@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from benchmark.store.models import Base
+from benchmark.store.tables import Base
 
 config = context.config
 target_metadata = Base.metadata

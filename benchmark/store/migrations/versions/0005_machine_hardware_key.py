@@ -35,7 +35,7 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-# Frozen copies of benchmark.environment at the time of this revision: the migration must not
+# Frozen copies of benchmark.datamodel.environment at the time of this revision: the migration must not
 # change when that module does.
 OLD_FIELDS = (
     "cpu_model", "cpu_count_logical", "cpu_count_physical", "memory_gib", "gpu_models", "gpu_count",

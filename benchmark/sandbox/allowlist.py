@@ -2,7 +2,7 @@
 
 A config names functions in three fields: `op` (a case's operator or a program step's), `reference`
 (the numpy/scipy/torch function its output is checked against) and `torch_op` (its torch
-equivalent); and a layer case names a class in a fourth, `layer` (`benchmark.layers`). Each name must be exactly `<namespace>.<name>` for a pair listed under that field in
+equivalent); and a layer case names a class in a fourth, `layer` (`benchmark.sandbox.nn_layers`). Each name must be exactly `<namespace>.<name>` for a pair listed under that field in
 the allowlist. This module answers "is it admitted, and if not, why" without importing any
 framework; `benchmark.runners.base.resolve_allowed` turns an admitted name into the function.
 """

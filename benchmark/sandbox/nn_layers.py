@@ -134,7 +134,7 @@ def check_args(layer: str, args: Mapping[str, Any]) -> tuple[str | None, int]:
     count = PARAM_COUNT.get(leaf)
     if count is None:
         return (
-            f"{layer!r}: no parameter estimate in benchmark/layers.py (add one with the allowlist entry)",
+            f"{layer!r}: no parameter estimate in benchmark/sandbox/nn_layers.py (add one with the allowlist entry)",
             0,
         )
     try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from benchmark.analysis.robust import Prepared, direction, event_labels, huber, prepare
+from benchmark.analysis.robust import Transformed, direction, event_labels, huber, prepare
 from benchmark.analysis.windows import Hit, LevelState, Params, tests_at, window_lengths
 
 DEFAULT_PARAMS = Params()
@@ -122,7 +122,7 @@ def _anchor(y: np.ndarray, st: LevelState, p: Params) -> float:
 
 
 def _replay(
-    ser: Prepared,
+    ser: Transformed,
     p: Params,
     min_effect: float,
     higher_is_better: bool,
@@ -294,7 +294,7 @@ def latest_pvalue(
     T = ser.y.size
     if T < 2:
         return 1.0
-    before = Prepared(y=ser.y[:-1], log=ser.log, unit=ser.unit, floor=ser.floor)
+    before = Transformed(y=ser.y[:-1], log=ser.log, unit=ser.unit, floor=ser.floor)
     _, st = _replay(before, p, 0.0, higher_is_better, start)
     st.excluded = np.append(st.excluded, False)
     st.prior = np.append(st.prior, np.nan)

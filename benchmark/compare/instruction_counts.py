@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.analysis.deterministic import compare_counts
 from benchmark.compare.job import SIDES, CaseState, CountOutcome, Job
+from benchmark.datamodel.verdict import Verdict, verdict_words
 from benchmark.gate.settings import DEFAULT_GATES_PATH, load_gates
 from benchmark.instructions import callgrind as instructions
 from benchmark.instructions.counting_pass import InstructionPass, default_jobs
-from benchmark.model import Verdict, verdict_words
 
 if TYPE_CHECKING:  # the heavy modules are imported where they are used, so `--help` stays light
-    from benchmark.model import Case, CaseResult
+    from benchmark.datamodel.case import Case
+    from benchmark.datamodel.result import CaseResult
 
 
 def judge_counts(results: dict[str, CaseResult], min_effect: float, noise_floor: float) -> CountOutcome:

@@ -17,7 +17,7 @@ straddles a boundary. For an inconclusive result, the number of extra processes 
 one that would shrink the half-width facing the straddled boundary to the distance between the
 point estimate and that boundary: an estimate, assuming the point estimate stays where it is.
 
-The verdicts are the judge's (`benchmark.model.Verdict`); a regression always means worse: for a
+The verdicts are the judge's (`benchmark.datamodel.verdict.Verdict`); a regression always means worse: for a
 higher-is-better metric (throughput) a lower candidate is a regression.
 
 Processes as the unit (:func:`compare_processes`)
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from benchmark.datamodel.verdict import Verdict
 from benchmark.units import format_percent
-from benchmark.verdict import Verdict
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,12 @@ views show for it. Imports nothing of the harness, so the pure statistics can us
 
 from __future__ import annotations
 
+import math
+from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from benchmark.datamodel.metrics import get_metric
 
 # Both enums are str-valued: they compare equal to their values ("regression" == Verdict.REGRESSION),
 # print as their values and go into JSON as plain strings, so `benchmark gate --json`, the reports
@@ -75,3 +79,68 @@ class Evidence(_StrEnum):
     # of the series' history (a side had fewer than 2 process values)
     DETERMINISTIC = "deterministic"  # instruction counts: the level rule with a noise floor
     NONE = "none"  # nothing was tested (new series, no number, too little evidence)
+
+
+@dataclass
+class Decision:
+    case_id: str
+    name: str
+    place: str
+    mode: str
+    metric: str
+    verdict: Verdict
+    effect: float = math.nan  # relative change of the metric, new/baseline - 1
+    ci_low: float = math.nan  # interval of the effect
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    q_value: float = math.nan
+    evidence: str = ""  # what the evidence says, in words
+    evidence_kind: Evidence = Evidence.NONE  # where it came from
+    baseline: str = ""
+    reason: str = ""
+    change_run_id: int | None = None
+    config_hash: str = ""
+    value: float | None = None  # the new run's value (median of its processes), in the metric's unit
+    baseline_value: float | None = None  # the baseline's value (the level before the change)
+    baseline_run_id: int | None = None  # the run compared with (the latest run of the baseline)
+    unit: str = "s"
+    processes: int = 0  # ok worker processes of the new run's result (0: measured in one process)
+    min_effect: float = math.nan  # the case's minimum effect (configs/gates.yaml)
+    confidence: float = math.nan  # of the effect's interval
+    events: list[tuple[int | None, str]] = field(default_factory=list)
+    """Environment changes in the judged history, oldest first: (the first run under the new
+    environment, what changed: ``"driver 550.54 -> 560.28"``); candidate change points of the
+    detector, and an alert placed at one is attributed to it (``reason``: "after ...")."""
+    reverted_at_run: int | None = None
+    """A recent alert of this series whose level came back (the run that came back), when the
+    new run raised none; ``revert`` says which."""
+    revert: str = ""
+    # The new run's value adjusted by the reference probe, in the metric's unit, where the judge
+    # used the adjustment (None: judged on the raw `value`); `probe` says what the probe did.
+    adjusted_value: float | None = None
+    probe: str = ""
+    # Whether a regression of this metric at this place fails the gate (configs/gates.yaml
+    # `blocking`, or a re-measurement that reproduced it: `confirmation`); a regression that does
+    # not block is judged, shown and plotted, and says why it did not fail.
+    blocking: bool = True
+    # The re-measurements of a regression (`confirm`): per attempt, its value, effect and verdict.
+    confirmation: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failing(self) -> bool:
+        if self.verdict == Verdict.REGRESSION and not self.blocking:
+            return False
+        return self.verdict in FAILING
+
+    @property
+    def series_metric(self) -> str:
+        """The stored metric of the judged series: "time" (gated as time or throughput),
+        "instructions", ... (`benchmark.datamodel.metrics.Metric.series`)."""
+        return get_metric(self.metric).series
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.case_id, self.place, self.mode, self.series_metric)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "failing": self.failing}

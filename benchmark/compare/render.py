@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from benchmark.analysis.compare import MAX_MORE
-from benchmark.model import Verdict, verdict_words
+from benchmark.analysis.ab_test import MAX_MORE
+from benchmark.datamodel.verdict import Verdict, verdict_words
 from benchmark.report.plots import ab_chart, plain_text, save
 from benchmark.report.run_rows import Row
 from benchmark.units import MISSING, format_ratio_change, format_seconds

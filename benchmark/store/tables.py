@@ -1,5 +1,5 @@
 """The history schema (SQLAlchemy 2.0 declarative models: one `...Row` class per table, named apart
-from the records the rest of the harness exchanges, such as `benchmark.model.Series`; the code reads
+from the records the rest of the harness exchanges, such as `benchmark.datamodel.series.Series`; the code reads
 and writes through the tables, `RUN`, `RESULT`, ...).
 
     machine 1──* run 1──* result *──1 series *──1 case

@@ -6,7 +6,7 @@ The trusted GPU workflow asks two questions of a pull request whose head it fetc
 * `extract`: the changed case configs themselves, written out of git blobs (`git cat-file`), so that
   the base branch's code can validate and run them.
 
-A path is case data when `benchmark.review.code_paths` says so (a `.yaml`/`.yml` file under `configs/`,
+A path is case data when `benchmark.pullrequest.review.code_paths` says so (a `.yaml`/`.yml` file under `configs/`,
 the operator allowlist excluded), it is not the gate thresholds (`configs/gates.y*ml`: loosening a gate
 is a reviewed change), and git records it as a regular, non-executable file (mode 100644) on both sides
 of the change: a symlink (120000) would make the trusted job read whatever it points at, and a
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from benchmark.review import DATA_DIR, DATA_SUFFIXES, REVIEWED_DATA, code_paths
+from benchmark.pullrequest.review import DATA_DIR, DATA_SUFFIXES, REVIEWED_DATA, code_paths
 
 REGULAR = "100644"
 ABSENT = "000000"

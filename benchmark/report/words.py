@@ -1,7 +1,7 @@
 """The judge's decisions in words, written once: `benchmark gate`'s lines, the pytest --bench-gate
 items' failure messages and the Markdown report's effects and environment events.
 
-Pure functions of the decisions (:class:`benchmark.model.Decision`) or the report rows made of them
+Pure functions of the decisions (:class:`benchmark.datamodel.verdict.Decision`) or the report rows made of them
 (:class:`benchmark.report.run_rows.Row`): both carry case_id, place, mode, events and revert.
 Markdown escapes what it takes from here; this module writes plain text.
 """

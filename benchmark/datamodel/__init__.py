@@ -1,0 +1,1 @@
+"""The records every stage exchanges: a case (`case`), its result (`result`), a series of results (`series`), a stored run and the job it came from (`run`), the one verdict vocabulary and a decision (`verdict`), the metric registry (`metrics`) and the machine and run descriptions (`environment`). Imports nothing of the harness but `units`."""

@@ -1,0 +1,1 @@
+"""What a config may name and ask for, checked before anything runs: the operator allowlist (`allowlist`), the layers a layer case may construct (`nn_layers`) and the caps on a config and a worker process (`limits`). Standard library and the allowlist's YAML only: the CLI's help reads them."""
