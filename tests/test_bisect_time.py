@@ -26,7 +26,9 @@ def test_metric_time_names_the_build_that_made_a_case_slower(tmp_path):
     k, n = 1, 3
     pythons = builds(tmp_path, [i >= k for i in range(n)], hook=slowdown_hook(3.0))
     out = tmp_path / "b.json"
-    proc = bisect(str(config), "--metric", "time", "--quick", "--budget-min", "2", "--json", str(out),
+    # the sequential test stops as soon as the 4x step is clear: a budget of 10 minutes costs nothing
+    # on a quiet machine, and leaves room for enough pairs beside a busy neighbour (2 did not)
+    proc = bisect(str(config), "--metric", "time", "--quick", "--budget-min", "10", "--json", str(out),
                   "--no-store", *(a for p in pythons for a in ("--python", p)), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     doc = json.loads(out.read_text())

@@ -58,17 +58,17 @@ def history(tmp_path_factory) -> str:
 Key = tuple[str, str, str]  # case id, place, mode
 
 
-def gate_text(db: str) -> dict[Key, tuple[str, str]]:
+def gate_text(db: str, run: str = "2") -> dict[Key, tuple[str, str]]:
     out = {}
-    for line in _benchmark("gate", "--all", "--run", "2", "--db", db).splitlines():
+    for line in _benchmark("gate", "--all", "--run", run, "--db", db).splitlines():
         m = re.match(r"(\w+)\s+(\S+) \[(\S+) (\S+)\] \S+\s+effect (.+?\))(?:  |$)", line)
         if m:
             out[m[2], m[3], m[4]] = (GATE_WORDS[m[1]], m[5])
     return out
 
 
-def gate_json(db: str) -> dict[Key, tuple[str, str]]:
-    decisions = json.loads(_benchmark("gate", "--format", "json", "--run", "2", "--db", db))["decisions"]
+def gate_json(db: str, run: str = "2") -> dict[Key, tuple[str, str]]:
+    decisions = json.loads(_benchmark("gate", "--format", "json", "--run", run, "--db", db))["decisions"]
     return {
         (d["case_id"], d["place"], d["mode"]): (GATE_WORDS[d["verdict"].upper()],
                                                 effect(d["effect"], d["ci_low"], d["ci_high"]))
@@ -76,9 +76,9 @@ def gate_json(db: str) -> dict[Key, tuple[str, str]]:
     }  # fmt: skip
 
 
-def markdown(db: str) -> dict[Key, tuple[str, str]]:
+def markdown(db: str, run: str = "2") -> dict[Key, tuple[str, str]]:
     out, section = {}, None
-    for line in _benchmark("report", "--format", "md", "--run", "2", "--db", db).splitlines():
+    for line in _benchmark("report", "--format", "md", "--run", run, "--db", db).splitlines():
         if m := re.match(r"(?:### |<details><summary>)(\w+) \(\d+\)", line):
             section = MD_SECTIONS.get(m[1])
         elif section and (m := re.match(r"\| `([^`]+)` \| (\S+) \| (\S+) \| ([^|]+) \|", line)):
@@ -93,8 +93,8 @@ def _cells(row: str) -> list[str]:
     ]
 
 
-def dashboard(db: str, out: Path) -> tuple[dict[Key, tuple[str, str]], dict[Key, tuple[str, str]]]:
-    _benchmark("report", "--format", "html", "--run", "2", "--out", str(out), "--db", db, "--jobs", "1")
+def dashboard(db: str, out: Path, run: str = "2") -> tuple[dict[Key, tuple[str, str]], dict[Key, tuple[str, str]]]:
+    _benchmark("report", "--format", "html", "--run", run, "--out", str(out), "--db", db, "--jobs", "1")
     index, pages = {}, {}
     text = (out / "index.html").read_text()
     header = [html.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", text)]
@@ -113,14 +113,14 @@ def dashboard(db: str, out: Path) -> tuple[dict[Key, tuple[str, str]], dict[Key,
 LEVEL = re.compile(r"intervals: (\d+)% confidence")
 
 
-def stated_levels(db: str, dash: Path) -> dict[str, list[str]]:
+def stated_levels(db: str, dash: Path, run: str = "2") -> dict[str, list[str]]:
     """The interval level each view states, every time it states one (each states it once)."""
-    decisions = json.loads(_benchmark("gate", "--json", "--run", "2", "--db", db))["decisions"]
+    decisions = json.loads(_benchmark("gate", "--format", "json", "--run", run, "--db", db))["decisions"]
     pages = [dash / "index.html", *sorted((dash / "series").glob("*.html"))]
     return {
-        "gate": LEVEL.findall(_benchmark("gate", "--all", "--run", "2", "--db", db)),
+        "gate": LEVEL.findall(_benchmark("gate", "--all", "--run", run, "--db", db)),
         "gate --json": sorted({f"{d['confidence']:.0%}".rstrip("%") for d in decisions}),
-        "Markdown": LEVEL.findall(_benchmark("report", "--format", "md", "--run", "2", "--db", db)),
+        "Markdown": LEVEL.findall(_benchmark("report", "--format", "md", "--run", run, "--db", db)),
         **{f"dashboard {p.name}": LEVEL.findall(p.read_text()) for p in pages},
     }
 
