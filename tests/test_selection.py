@@ -41,3 +41,12 @@ def test_compare_selects_as_the_suite_does_modes_included(cases):
     assert compare_cases(req) == select_cases(cases, ["cpu"], None, ["static"], "abs")
     with pytest.raises(CompareError, match="no case matches"):
         compare_cases(Request(a="a", b="b", configs=[str(ABS)], modes="nonesuch"))
+
+
+def test_benchmark_compare_takes_modes_on_its_command_line(cases):
+    """`benchmark compare --modes static` reaches the request as the suite's --bench-modes does."""
+    from benchmark.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "--a", "a", "--b", "b", str(ABS), "--modes", "static"])
+    req = Request(a=args.a, b=args.b, configs=args.configs, modes=args.modes, place=args.place)
+    assert {c.mode for c in compare_cases(req)} == {"static"}

@@ -68,9 +68,12 @@ def add_run(
     parser.add_argument(flag, default=default, metavar="ID", help=help)
 
 
-def add_case_selection(parser: argparse.ArgumentParser, *, place: str | None = None) -> None:
+def add_case_selection(
+    parser: argparse.ArgumentParser, *, place: str | None = None, modes: bool = False
+) -> None:
     """The case selection of the commands that run cases in other environments (`compare`,
-    `bisect`): config files, `-k`, `--tags` and `--place` (default `place`: all places when None)."""
+    `bisect`, `night`): config files, `-k`, `--tags` and `--place` (default `place`: all places when
+    None), and with `modes` also `--modes`, as the suite's `--bench-modes`."""
     parser.add_argument(
         "configs",
         nargs="*",
@@ -98,6 +101,10 @@ def add_case_selection(parser: argparse.ArgumentParser, *, place: str | None = N
         help="only cases on these places (globs, e.g. cpu or 'gpu*'; default: "
         f"{place or 'all'}; a place this machine lacks is reported as skipped)",
     )
+    if modes:
+        parser.add_argument(
+            "--modes", default=None, metavar="MODES", help="comma-separated modes: dynamic,static,to_static"
+        )
 
 
 def add_format(

@@ -54,7 +54,7 @@ def register(sub) -> None:
     p.add_argument(
         "--b", required=True, metavar="PYTHON", help="interpreter of side B, the change (VENV/bin/python)"
     )
-    add_case_selection(p)
+    add_case_selection(p, modes=True)
     p.add_argument(
         "--budget-min",
         type=float,
@@ -179,6 +179,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         configs=list(args.configs),
         keyword=args.keyword,
         tags=args.tags,
+        modes=args.modes,
         place=args.place,
         budget_min=args.budget_min,
         # without --gates, one minimum effect for every case: --min-effect, else gates.yaml's default
