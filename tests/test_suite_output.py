@@ -88,6 +88,12 @@ def test_the_imprecise_warning_follows_the_interval_the_table_shows():
         f"imprecise: the {CONFIDENCE:.0%} interval of the median is ±59.1% of it (> ±2.5%)"
     ]
     assert case_warnings(narrow) == []
+    # two processes of --bench-quick: an interval of trillions of percent is said in words, as the column does
+    (huge,) = [w for w in case_warnings(_timed("huge", 1.0, 3e11)) if w.startswith("imprecise")]
+    assert (
+        huge
+        == f"imprecise: the {CONFIDENCE:.0%} interval of the median is wider than the median itself (> ±2.5%)"
+    )
 
 
 def test_a_busy_machine_gets_one_warning_and_a_quiet_one_a_line_per_case():

@@ -357,7 +357,8 @@ def imprecision(stats: Stats) -> str | None:
     half = interval_half(stats)
     if half is None or half <= IMPRECISE_HALF:
         return None
-    return f"imprecise: the {CONFIDENCE:.0%} interval of the median is ±{half:.1%} of it (> ±{IMPRECISE_HALF:.1%})"
+    shown = f"±{half:.1%} of it" if half < 1 else "wider than the median itself"  # as the CI column
+    return f"imprecise: the {CONFIDENCE:.0%} interval of the median is {shown} (> ±{IMPRECISE_HALF:.1%})"
 
 
 def bad_timings(values: Any) -> int:
