@@ -246,7 +246,7 @@ def test_yaml_tricks_are_refused_before_anything_is_built(tmp_path, sentinel, tr
 @pytest.mark.parametrize(
     "attrs, expected",
     [
-        ("{axis: '2024-01-01'}", None),  # a quoted string is plain data
+        ("{name: '2024-01-01'}", None),  # a quoted string is plain data (and `name` takes a string)
         ("{when: 2024-01-01}", "date is not a plain value"),
         ("{blob: !!binary aGVsbG8=}", "bytes is not a plain value"),
         ("{s: !!set {a, b}}", "set is not a plain value"),
