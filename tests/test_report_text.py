@@ -57,3 +57,11 @@ def test_the_words_load_nothing_heavy():
     code = "import sys, benchmark.report.words; print(sorted({'numpy', 'scipy', 'sqlalchemy', 'matplotlib'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_interval_past_ten_times_the_value_is_said_as_such():
+    """Two processes a side at 98% give bounds of millions of percent: every view shows '>+999%'."""
+    from benchmark.report.words import effect
+
+    assert effect(0.1, -0.05, 0.3) == "+10.0% (-5.0% .. +30.0%)"
+    assert effect(3.776, -0.981, 1209.421) == "+377.6% (-98.1% .. >+999%)"

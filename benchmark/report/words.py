@@ -19,11 +19,18 @@ T = TypeVar("T")
 MAX_NAMED = 5  # series named per environment change; the rest are counted
 
 
+# An interval's upper bound past this (+999%, ten times the value) is shown as ">+999%": two worker
+# processes a side (--bench-quick) give bounds of millions of percent, which say no more than that.
+WIDEST = 9.99
+
+
 def effect(change: float | None, low: float | None = None, high: float | None = None) -> str:
-    """A relative change with its interval when there is one: ``+4.8% (+2.1% .. +7.6%)``."""
+    """A relative change with its interval when there is one: ``+4.8% (+2.1% .. +7.6%)``; an upper
+    bound past `WIDEST` as ``>+999%``."""
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return format_percent(change)
-    return f"{format_percent(change)} ({format_percent(low)} .. {format_percent(high)})"
+    upper = format_percent(high) if high <= WIDEST else ">+999%"
+    return f"{format_percent(change)} ({format_percent(low)} .. {upper})"
 
 
 def series_label(item: Any) -> str:
