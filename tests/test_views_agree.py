@@ -93,7 +93,9 @@ def _cells(row: str) -> list[str]:
     ]
 
 
-def dashboard(db: str, out: Path, run: str = "2") -> tuple[dict[Key, tuple[str, str]], dict[Key, tuple[str, str]]]:
+def dashboard(
+    db: str, out: Path, run: str = "2"
+) -> tuple[dict[Key, tuple[str, str]], dict[Key, tuple[str, str]]]:
     _benchmark("report", "--format", "html", "--run", run, "--out", str(out), "--db", db, "--jobs", "1")
     index, pages = {}, {}
     text = (out / "index.html").read_text()
