@@ -69,3 +69,14 @@ def test_the_dashboard_lists_side_jobs_apart_from_the_suite_table(sqlite_url, ma
     assert "compare-A" not in table and "/bisect" not in table and "/night" not in table
     assert "<h3>compare</h3>" in jobs and "<h3>bisect</h3>" in jobs and "<h3>night</h3>" in jobs
     assert f"<td>{ids['compare']}</td>" in jobs and "compare-A" in jobs
+
+
+def test_the_dashboard_of_a_side_job_run_shows_that_jobs_series(sqlite_url, machine, make_result, tmp_path):
+    """`benchmark report --format html --run ID` of a night opens on the night, with the nights' series."""
+    ids = _history(sqlite_url, machine, make_result)
+    with open_store(sqlite_url, create=False, readonly=True) as store:
+        board = build_dashboard(
+            store, tmp_path / "dash", run_id=ids["night"], plots_enabled=False, workers=1, progress=False
+        )
+    assert board.run_id == ids["night"]
+    assert [en.series.machine for en in board.entries] == [machine["fingerprint"] + "/night"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.datamodel.result import CaseResult
-from benchmark.datamodel.run import SIDE_JOBS, RunRecord
+from benchmark.datamodel.run import SIDE_JOBS, SUITE, RunRecord, job_of
 from benchmark.datamodel.series import Series
 from benchmark.gate.settings import DEFAULT_GATES_PATH, GateError, load_gates, with_min_effect
 from benchmark.report import jobs, night, pages
@@ -116,7 +116,10 @@ def build_dashboard(
     min_effect = default_min_effect() if min_effect is None else min_effect
     timings: dict[str, float] = {}
     with _timed(timings, "load"):
-        series = store.series(patterns, place)
+        # the series of the job the dashboard opens on: the suite's, or (--run of a night, a compare
+        # side, a bisect build) that job's own
+        opened = store.run(run_id) if run_id is not None else None
+        series = store.series(patterns, place, job=job_of(opened.trigger) if opened else SUITE)
         if not series:
             raise ValueError(f"no series in {store.display_url} matches {' '.join(patterns)}")
     with _timed(timings, "analyse"):
